@@ -1,0 +1,225 @@
+//! The admin JSON API (bearer token only).
+
+use actix_web::web::{Bytes, Data, Json, Path, Query};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::BearerAdmin;
+use crate::context::Context;
+use crate::domain::Status;
+use crate::http::ApiError;
+use crate::operator::{self, Action};
+use crate::store::EventFilter;
+
+const MAX_PAGE: i64 = 500;
+const MAX_NOTE_CHARS: usize = 2000;
+
+#[derive(Debug, Deserialize)]
+pub struct PageQuery {
+    pub limit: Option<i64>,
+    pub before: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    pub source: Option<String>,
+    pub status: Option<String>,
+    pub account: Option<String>,
+    pub limit: Option<i64>,
+    pub before: Option<i64>,
+}
+
+fn page_size(limit: Option<i64>, default: i64) -> Result<i64, ApiError> {
+    match limit.unwrap_or(default) {
+        n @ 1..=MAX_PAGE => Ok(n),
+        _ => Err(ApiError::BadRequest(format!(
+            "limit must be between 1 and {MAX_PAGE}"
+        ))),
+    }
+}
+
+/// Empty strings in a query (`?source=`) mean "no filter".
+fn filter_value(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
+}
+
+pub async fn list_events(
+    _: BearerAdmin,
+    context: Data<Context>,
+    query: Query<EventsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let query = query.into_inner();
+    let status = filter_value(query.status)
+        .map(|s| {
+            s.parse::<Status>()
+                .map_err(|e| ApiError::BadRequest(e.to_string()))
+        })
+        .transpose()?;
+    let filter = EventFilter {
+        source: filter_value(query.source),
+        status,
+        account_id: filter_value(query.account),
+        before: query.before,
+        limit: page_size(query.limit, 50)?,
+    };
+    let events = context.store.list_events(&filter).await?;
+    let next_before = (events.len() as i64 == filter.limit)
+        .then(|| events.last().map(|e| e.intent_id))
+        .flatten();
+    Ok(Json(json!({"events": events, "next_before": next_before})))
+}
+
+pub async fn show_event(
+    _: BearerAdmin,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let (source, event_id) = path.into_inner();
+    let event = context
+        .store
+        .event(&source, &event_id)
+        .await?
+        .ok_or(ApiError::NotFound("event"))?;
+    let audit = context.store.event_audit(&source, &event_id).await?;
+    let mut body = serde_json::to_value(event).map_err(|_| ApiError::Internal)?;
+    body["audit"] = json!(audit);
+    Ok(Json(body))
+}
+
+pub async fn show_account(
+    _: BearerAdmin,
+    context: Data<Context>,
+    account_id: Path<String>,
+    query: Query<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = page_size(query.limit, 100)?;
+    let balances = context.store.account_balances(&account_id).await?;
+    let entries = context
+        .store
+        .account_entries(&account_id, query.before, limit)
+        .await?;
+    if balances.is_empty() && entries.is_empty() && query.before.is_none() {
+        return Err(ApiError::NotFound("account"));
+    }
+    let balances: Vec<Value> = balances
+        .iter()
+        .map(|b| json!({"currency": b.currency, "balance_minor": b.balance_minor, "updated_at": b.updated_at}))
+        .collect();
+    let next_before = (entries.len() as i64 == limit)
+        .then(|| entries.last().map(|e| e.entry_id))
+        .flatten();
+    Ok(Json(json!({
+        "account_id": account_id.as_str(),
+        "balances": balances,
+        "entries": entries,
+        "next_before": next_before,
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteBody {
+    note: Option<String>,
+}
+
+/// The optional `{"note": "..."}` body; an empty body means no note.
+fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let parsed: NoteBody = serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("body must be {{\"note\": \"...\"}}: {e}")))?;
+    clean_note(parsed.note)
+}
+
+/// Trims a note, treating blank as none, and bounds its length.
+pub fn clean_note(note: Option<String>) -> Result<Option<String>, ApiError> {
+    let note = note.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    if note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
+    {
+        return Err(ApiError::BadRequest(format!(
+            "note must be at most {MAX_NOTE_CHARS} characters"
+        )));
+    }
+    Ok(note)
+}
+
+async fn act(
+    context: &Context,
+    action: Action,
+    source: &str,
+    event_id: &str,
+    note: Option<&str>,
+) -> Result<Json<Value>, ApiError> {
+    let request = operator::Request {
+        action,
+        source,
+        event_id,
+        actor: "admin (token)",
+        note,
+        now: context.clock.now(),
+    };
+    let outcome = operator::act(&context.store, &request).await?;
+    tracing::info!(
+        source,
+        event_id,
+        action = action.as_str(),
+        "operator action"
+    );
+    Ok(Json(json!({
+        "source": source,
+        "event_id": event_id,
+        "status": outcome.status,
+        "previous_status": outcome.previous_status,
+        "balance_after_minor": outcome.balance_after_minor,
+    })))
+}
+
+pub async fn apply_event(
+    _: BearerAdmin,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (source, event_id) = path.into_inner();
+    act(
+        &context,
+        Action::Apply,
+        &source,
+        &event_id,
+        parse_note(&body)?.as_deref(),
+    )
+    .await
+}
+
+pub async fn dismiss_event(
+    _: BearerAdmin,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (source, event_id) = path.into_inner();
+    act(
+        &context,
+        Action::Dismiss,
+        &source,
+        &event_id,
+        parse_note(&body)?.as_deref(),
+    )
+    .await
+}
+
+/// Delivery and verification-failure counters since start.
+pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Value> {
+    Json(json!(context.metrics.snapshot()))
+}
+
+/// The ledger invariant check: `{"ok": bool, "violations": [...]}`.
+pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
+    let violations = context.store.check_invariants().await?;
+    Ok(Json(
+        json!({"ok": violations.is_empty(), "violations": violations}),
+    ))
+}

@@ -1,0 +1,126 @@
+//! Who is calling the admin routes. Scripts send `Authorization: Bearer
+//! <token>`; browsers log in once and carry an HttpOnly, SameSite=Strict
+//! session cookie. The JSON API takes only the bearer token, so no ambient
+//! cookie can drive it cross-site; page forms carry a CSRF token and must
+//! come from our own origin.
+
+use std::future::{Ready, ready};
+
+use actix_web::dev::Payload;
+use actix_web::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use actix_web::web::Data;
+use actix_web::{FromRequest, HttpRequest};
+
+use crate::context::Context;
+use crate::http::ApiError;
+use crate::session::Session;
+
+pub const SESSION_COOKIE: &str = "hookledger_session";
+
+/// An admin authenticated by the bearer token.
+pub struct BearerAdmin;
+
+/// An admin on a page: by session cookie (browser) or bearer token (script).
+pub struct PageAdmin {
+    /// Present for browser sessions; forms must carry its CSRF token.
+    pub session: Option<Session>,
+}
+
+impl PageAdmin {
+    /// Who to name in the audit log.
+    pub fn actor(&self) -> &'static str {
+        if self.session.is_some() {
+            "admin (browser)"
+        } else {
+            "admin (token)"
+        }
+    }
+}
+
+fn context(request: &HttpRequest) -> Result<&Data<Context>, ApiError> {
+    request
+        .app_data::<Data<Context>>()
+        .ok_or(ApiError::Internal)
+}
+
+fn bearer_ok(request: &HttpRequest, context: &Context) -> bool {
+    request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|token| context.admin_token.matches(token.trim()))
+}
+
+pub fn session_of(request: &HttpRequest, context: &Context) -> Option<Session> {
+    let cookie = request.cookie(SESSION_COOKIE)?;
+    context.sessions.verify(cookie.value(), context.clock.now())
+}
+
+impl FromRequest for BearerAdmin {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(context(request).and_then(|c| {
+            if bearer_ok(request, c) {
+                Ok(BearerAdmin)
+            } else {
+                Err(ApiError::Unauthorized)
+            }
+        }))
+    }
+}
+
+impl FromRequest for PageAdmin {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(context(request).and_then(|c| {
+            if bearer_ok(request, c) {
+                Ok(PageAdmin { session: None })
+            } else {
+                session_of(request, c)
+                    .map(|s| PageAdmin { session: Some(s) })
+                    .ok_or(ApiError::Unauthorized)
+            }
+        }))
+    }
+}
+
+/// Refuses a browser POST whose `Origin` is not this host. Browsers send
+/// `Origin` on every POST; a request without one is not a browser form and
+/// still needs a valid CSRF token or bearer token to do anything.
+pub fn check_same_origin(request: &HttpRequest) -> Result<(), ApiError> {
+    let Some(origin) = request.headers().get(ORIGIN) else {
+        return Ok(());
+    };
+    let host = request.headers().get(HOST).and_then(|h| h.to_str().ok());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    match (origin_host, host) {
+        (Some(origin_host), Some(host)) if origin_host.eq_ignore_ascii_case(host) => Ok(()),
+        _ => Err(ApiError::Forbidden("cross-origin request refused")),
+    }
+}
+
+/// A page POST by a browser must carry the session's CSRF token; a script
+/// using the bearer token needs none (browsers never add that header).
+pub fn check_csrf(
+    request: &HttpRequest,
+    admin: &PageAdmin,
+    context: &Context,
+    token: &str,
+) -> Result<(), ApiError> {
+    check_same_origin(request)?;
+    match &admin.session {
+        Some(session) if !context.sessions.check_csrf(session, token) => Err(ApiError::Forbidden(
+            "missing or invalid CSRF token; reload the page",
+        )),
+        _ => Ok(()),
+    }
+}

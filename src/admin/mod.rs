@@ -1,0 +1,60 @@
+//! The admin surface: JSON API (bearer token) and minimal HTML pages
+//! (session cookie or bearer token). Every route requires auth except the
+//! login form and the stylesheet.
+
+mod api;
+mod auth;
+mod pages;
+mod view;
+
+use actix_web::middleware::DefaultHeaders;
+use actix_web::web;
+
+pub use auth::SESSION_COOKIE;
+
+/// No inline script or style anywhere, no framing, forms only to ourselves.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    let headers = DefaultHeaders::new()
+        .add(("Cache-Control", "no-store"))
+        .add(("Content-Security-Policy", CONTENT_SECURITY_POLICY))
+        .add(("X-Content-Type-Options", "nosniff"))
+        .add(("Referrer-Policy", "same-origin"));
+    cfg.service(
+        web::scope("/admin")
+            .wrap(headers)
+            .route("", web::get().to(pages::dashboard))
+            .route("/", web::get().to(pages::dashboard))
+            .route("/static/admin.css", web::get().to(pages::stylesheet))
+            .route("/login", web::post().to(pages::login))
+            .route("/logout", web::post().to(pages::logout))
+            .route(
+                "/events/{source}/{event_id}",
+                web::get().to(pages::event_page),
+            )
+            .route(
+                "/events/{source}/{event_id}/{action}",
+                web::post().to(pages::event_action),
+            )
+            .route("/api/events", web::get().to(api::list_events))
+            .route(
+                "/api/events/{source}/{event_id}",
+                web::get().to(api::show_event),
+            )
+            .route(
+                "/api/events/{source}/{event_id}/apply",
+                web::post().to(api::apply_event),
+            )
+            .route(
+                "/api/events/{source}/{event_id}/dismiss",
+                web::post().to(api::dismiss_event),
+            )
+            .route(
+                "/api/accounts/{account_id}",
+                web::get().to(api::show_account),
+            )
+            .route("/api/metrics", web::get().to(api::metrics))
+            .route("/api/check", web::get().to(api::check)),
+    );
+}

@@ -1,0 +1,262 @@
+//! The minimal admin HTML: a dashboard (held queue, recent events, balances,
+//! counters), an event page with apply / dismiss, and login / logout.
+
+use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
+use actix_web::http::header::{CONTENT_TYPE, LOCATION};
+use actix_web::web::{Data, Form, Path, Query};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use super::api::clean_note;
+use super::auth::{PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, session_of};
+use super::view::{AuditView, BalanceView, EventDetailView, EventView, event_href};
+use crate::context::Context;
+use crate::http::ApiError;
+use crate::metrics::Counters;
+use crate::operator::{self, Action};
+use crate::store::EventFilter;
+
+const CSS: &str = include_str!("../../templates/admin.css");
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage {
+    failed: bool,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard.html")]
+struct DashboardPage {
+    csrf: String,
+    held: Vec<EventView>,
+    recent: Vec<EventView>,
+    balances: Vec<BalanceView>,
+    counters: Counters,
+}
+
+#[derive(Template)]
+#[template(path = "event.html")]
+struct EventPage {
+    csrf: String,
+    event: EventDetailView,
+    audit: Vec<AuditView>,
+    message: Option<&'static str>,
+}
+
+fn html(
+    status: actix_web::http::StatusCode,
+    page: &impl Template,
+) -> Result<HttpResponse, ApiError> {
+    let body = page.render().map_err(|e| {
+        tracing::error!("template failed: {e}");
+        ApiError::Internal
+    })?;
+    Ok(HttpResponse::build(status)
+        .insert_header((CONTENT_TYPE, "text/html; charset=utf-8"))
+        .body(body))
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((LOCATION, location))
+        .finish()
+}
+
+fn csrf_for(admin: &PageAdmin, context: &Context) -> String {
+    admin
+        .session
+        .as_ref()
+        .map(|s| context.sessions.csrf_token(s))
+        .unwrap_or_default()
+}
+
+pub async fn stylesheet() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, "text/css; charset=utf-8"))
+        .body(CSS)
+}
+
+/// The dashboard, or the login form for a visitor without a session.
+pub async fn dashboard(
+    admin: Option<PageAdmin>,
+    context: Data<Context>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(admin) = admin else {
+        return html(
+            actix_web::http::StatusCode::OK,
+            &LoginPage { failed: false },
+        );
+    };
+    let recent = context
+        .store
+        .list_events(&EventFilter {
+            limit: 50,
+            ..EventFilter::default()
+        })
+        .await?;
+    let page = DashboardPage {
+        csrf: csrf_for(&admin, &context),
+        held: context
+            .store
+            .held_events(100)
+            .await?
+            .into_iter()
+            .map(EventView::from)
+            .collect(),
+        recent: recent.into_iter().map(EventView::from).collect(),
+        balances: context
+            .store
+            .list_balances(100)
+            .await?
+            .into_iter()
+            .map(BalanceView::from)
+            .collect(),
+        counters: context.metrics.snapshot(),
+    };
+    html(actix_web::http::StatusCode::OK, &page)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Flash {
+    done: Option<String>,
+}
+
+pub async fn event_page(
+    admin: Option<PageAdmin>,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+    flash: Query<Flash>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(admin) = admin else {
+        return Ok(see_other("/admin"));
+    };
+    let (source, event_id) = path.into_inner();
+    let event = context
+        .store
+        .event(&source, &event_id)
+        .await?
+        .ok_or(ApiError::NotFound("event"))?;
+    let audit = context.store.event_audit(&source, &event_id).await?;
+    let message = match flash.done.as_deref() {
+        Some("apply") => Some("Applied: the balance was credited or debited once."),
+        Some("dismiss") => Some("Dismissed: the event will not be applied."),
+        _ => None,
+    };
+    let page = EventPage {
+        csrf: csrf_for(&admin, &context),
+        event: event.into(),
+        audit: audit.into_iter().map(AuditView::from).collect(),
+        message,
+    };
+    html(actix_web::http::StatusCode::OK, &page)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ActionForm {
+    #[serde(default)]
+    csrf: String,
+    note: Option<String>,
+}
+
+pub async fn event_action(
+    admin: PageAdmin,
+    context: Data<Context>,
+    request: HttpRequest,
+    path: Path<(String, String, String)>,
+    form: Form<ActionForm>,
+) -> Result<HttpResponse, ApiError> {
+    check_csrf(&request, &admin, &context, &form.csrf)?;
+    let (source, event_id, action) = path.into_inner();
+    let action = match action.as_str() {
+        "apply" => Action::Apply,
+        "dismiss" => Action::Dismiss,
+        _ => return Err(ApiError::NotFound("action")),
+    };
+    let note = clean_note(form.into_inner().note)?;
+    let request = operator::Request {
+        action,
+        source: &source,
+        event_id: &event_id,
+        actor: admin.actor(),
+        note: note.as_deref(),
+        now: context.clock.now(),
+    };
+    operator::act(&context.store, &request).await?;
+    tracing::info!(
+        source,
+        event_id,
+        action = action.as_str(),
+        "operator action"
+    );
+    Ok(see_other(&format!(
+        "{}?done={}",
+        event_href(&source, &event_id),
+        action.as_str()
+    )))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    token: String,
+}
+
+pub async fn login(
+    context: Data<Context>,
+    request: HttpRequest,
+    form: Form<LoginForm>,
+) -> Result<HttpResponse, ApiError> {
+    check_same_origin(&request)?;
+    if !context.admin_token.matches(form.token.trim()) {
+        tracing::warn!("admin login failed");
+        return html(
+            actix_web::http::StatusCode::UNAUTHORIZED,
+            &LoginPage { failed: true },
+        );
+    }
+    let value = context
+        .sessions
+        .issue(context.clock.now())
+        .map_err(|_| ApiError::Internal)?;
+    let cookie = Cookie::build(SESSION_COOKIE, value)
+        .path("/admin")
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(request.connection_info().scheme() == "https")
+        .max_age(CookieDuration::seconds(context.sessions.ttl_secs() as i64))
+        .finish();
+    let mut response = see_other("/admin");
+    response
+        .add_cookie(&cookie)
+        .map_err(|_| ApiError::Internal)?;
+    Ok(response)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LogoutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn logout(
+    context: Data<Context>,
+    request: HttpRequest,
+    form: Form<LogoutForm>,
+) -> Result<HttpResponse, ApiError> {
+    check_same_origin(&request)?;
+    if let Some(session) = session_of(&request, &context)
+        && !context.sessions.check_csrf(&session, &form.csrf)
+    {
+        return Err(ApiError::Forbidden(
+            "missing or invalid CSRF token; reload the page",
+        ));
+    }
+    let mut response = see_other("/admin");
+    let mut cookie = Cookie::build(SESSION_COOKIE, "").path("/admin").finish();
+    cookie.make_removal();
+    response
+        .add_cookie(&cookie)
+        .map_err(|_| ApiError::Internal)?;
+    Ok(response)
+}

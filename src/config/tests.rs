@@ -1,0 +1,171 @@
+use std::collections::HashMap;
+
+use super::*;
+
+fn with_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| vars.get(name).cloned()
+}
+
+const TOKEN: &str = "admin-token-0123456789";
+
+fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    from_toml(
+        &format!("{text}\n[admin]\ntoken = \"{TOKEN}\"\n"),
+        &with_env(vars),
+    )
+}
+
+fn error_key(text: &str) -> String {
+    parse(text, &[]).unwrap_err().key
+}
+
+#[test]
+fn a_full_config_parses_with_defaults() {
+    let config = parse(
+        r#"
+listen = "0.0.0.0:9000"
+database_url = "postgres://localhost/hl"
+[[sources]]
+name = "stripe"
+kind = "stripe"
+secrets = ["whsec_a", "env:STRIPE_OLD"]
+[[sources]]
+name = "inhouse"
+kind = "standard-webhooks"
+secrets = ["whsec_YWJj"]
+on_stale = "apply"
+tolerance_secs = 60
+"#,
+        &[("STRIPE_OLD", "whsec_b")],
+    )
+    .unwrap();
+    assert_eq!(config.listen, "0.0.0.0:9000");
+    assert_eq!(config.max_body_bytes, 262_144);
+    assert_eq!(config.sources.len(), 2);
+    let stripe = &config.sources[0];
+    assert_eq!(stripe.keys.len(), 2);
+    assert_eq!(stripe.keys[1].expose(), b"whsec_b");
+    assert_eq!(
+        (stripe.tolerance_secs, stripe.on_stale),
+        (300, OnStale::Hold)
+    );
+    assert_eq!(
+        stripe.mapping.account_path.as_str(),
+        "data.object.metadata.account_id"
+    );
+    assert_eq!(
+        (config.sources[1].tolerance_secs, config.sources[1].on_stale),
+        (60, OnStale::Apply)
+    );
+    assert!(config.self_managed.is_empty());
+}
+
+#[test]
+fn environment_overrides_scalars_and_source_settings() {
+    let config = parse(
+        "[[sources]]\nname = \"stripe-eu\"\nkind = \"stripe\"\nsecrets = [\"whsec_a\"]\n",
+        &[
+            ("HOOKLEDGER_LISTEN", "0.0.0.0:1"),
+            ("HOOKLEDGER_MAX_BODY_BYTES", "1024"),
+            ("HOOKLEDGER_SOURCE_STRIPE_EU_SECRETS", "whsec_x, whsec_y"),
+            ("HOOKLEDGER_SOURCE_STRIPE_EU_ON_STALE", "apply"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        (config.listen.as_str(), config.max_body_bytes),
+        ("0.0.0.0:1", 1024)
+    );
+    assert_eq!(config.sources[0].keys.len(), 2);
+    assert_eq!(config.sources[0].on_stale, OnStale::Apply);
+}
+
+#[test]
+fn errors_name_the_offending_key() {
+    let source = |extra: &str| {
+        format!("[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"x\"]\n{extra}")
+    };
+    assert_eq!(
+        error_key(&source("").replace("stripe", "paypal")),
+        "sources[s].kind"
+    );
+    assert_eq!(
+        error_key(&source("").replace("[\"x\"]", "[]")),
+        "sources[s].secrets"
+    );
+    assert_eq!(
+        error_key(&source("").replace("\"x\"", "\"env:NOPE\"")),
+        "sources[s].secrets[0]"
+    );
+    assert_eq!(
+        error_key(&format!("{}{}", source(""), source(""))),
+        "sources[s].name"
+    );
+    assert_eq!(
+        error_key(&source("").replace("name = \"s\"", "name = \"S!\"")),
+        "sources[0].name"
+    );
+    assert_eq!(
+        error_key(&source("account_path = \"a..b\"")),
+        "sources[s].account_path"
+    );
+    assert_eq!(
+        error_key(&source("tolerance_secs = 0")),
+        "sources[s].tolerance_secs"
+    );
+    assert_eq!(error_key("database_url = \"mysql://x\""), "database_url");
+    assert_eq!(error_key("max_body_bytes = 0"), "max_body_bytes");
+    let unknown = parse("lisen = \"x\"", &[]).unwrap_err();
+    assert_eq!(unknown.key, "line 1");
+    assert!(unknown.message.contains("lisen"), "{}", unknown.message);
+    let bad_secret = parse(&source("").replace("stripe", "standard-webhooks"), &[]).unwrap_err();
+    assert_eq!(bad_secret.key, "sources[s].secrets[0]");
+}
+
+#[test]
+fn secrets_never_appear_in_debug_output_or_errors() {
+    let config = parse(
+        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"whsec_hush\"]\n",
+        &[],
+    )
+    .unwrap();
+    let debug = format!("{config:?}");
+    assert!(
+        !debug.contains("whsec_hush") && !debug.contains(TOKEN),
+        "{debug}"
+    );
+    let err = parse(
+        "[[sources]]\nname = \"s\"\nkind = \"standard-webhooks\"\nsecrets = [\"whsec_hush!\"]\n",
+        &[],
+    );
+    assert!(!err.unwrap_err().to_string().contains("hush"));
+}
+
+#[test]
+fn short_admin_tokens_are_refused() {
+    let err = from_toml("[admin]\ntoken = \"short\"\n", &with_env(&[])).unwrap_err();
+    assert_eq!(err.key, "admin.token");
+}
+
+#[test]
+fn without_a_file_a_demo_source_and_token_are_generated_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env = with_env(&[("HOOKLEDGER_DATA_DIR", data.to_str().unwrap())]);
+    let first = build(RawConfig::default(), &env, true).unwrap();
+    assert_eq!(first.sources[0].name.as_str(), "demo");
+    assert_eq!(first.sources[0].provider.kind(), "standard-webhooks");
+    assert_eq!(first.self_managed.len(), 2);
+    assert!(
+        first.database_url.starts_with("sqlite://")
+            && first.database_url.ends_with("data/hookledger.db")
+    );
+    let second = build(RawConfig::default(), &env, true).unwrap();
+    assert_eq!(second.self_managed.len(), 2);
+    assert_eq!(first.admin.token, second.admin.token);
+    assert_eq!(first.sources[0].keys, second.sources[0].keys);
+}

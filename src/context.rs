@@ -1,0 +1,27 @@
+//! Everything a request needs, built once at start-up and shared by handlers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::metrics::Metrics;
+use crate::secret::Secret;
+use crate::session::SessionKeys;
+use crate::source::Source;
+use crate::store::Store;
+
+pub struct Context {
+    pub store: Store,
+    pub sources: HashMap<String, Arc<Source>>,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
+    pub admin_token: Secret,
+    pub sessions: SessionKeys,
+    pub max_body_bytes: usize,
+}
+
+impl Context {
+    pub fn source(&self, name: &str) -> Option<&Arc<Source>> {
+        self.sources.get(name)
+    }
+}

@@ -1,0 +1,194 @@
+//! The normalised event: what every provider's payload is mapped into, and
+//! what the ingest transaction consumes.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::money::json_kind;
+use super::{AccountId, Currency, EventId, PositiveAmount};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Credit,
+    Debit,
+}
+
+/// One verified delivery, mapped out of the provider's JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NormalisedEvent {
+    pub event_id: EventId,
+    pub event_type: String,
+    /// The provider's id of the object the event is about (Stripe's
+    /// `data.object.id`): refunds will use it to find the original credit.
+    pub object_id: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub movement: Movement,
+}
+
+/// What the event asks of a balance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Movement {
+    /// The type has no balance effect.
+    None,
+    /// The type has a balance effect, but the fields needed for it are
+    /// missing or malformed.
+    Rejected(Rejection),
+    /// A well-formed balance movement, subject to the sequence guard.
+    Post(Posting),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posting {
+    pub direction: Direction,
+    pub account: AccountId,
+    pub currency: Currency,
+    pub amount: PositiveAmount,
+    /// Ordering key within (source, account): higher is newer.
+    pub sequence: i64,
+}
+
+impl Posting {
+    /// The signed effect on the balance: positive credits, negative debits.
+    pub fn signed_amount(&self) -> i64 {
+        signed(self.direction, self.amount.minor())
+    }
+}
+
+/// A movement that cannot be applied, with whatever parts of it were valid,
+/// so the operator sees as much as we know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub reason: String,
+    pub account: Option<AccountId>,
+    pub currency: Option<Currency>,
+    pub signed_amount: Option<i64>,
+    pub sequence: Option<i64>,
+}
+
+fn signed(direction: Direction, minor: i64) -> i64 {
+    match direction {
+        Direction::Credit => minor,
+        Direction::Debit => -minor,
+    }
+}
+
+/// The raw JSON fields of a movement, as a provider located them. Turning
+/// them into a [`Movement`] is shared by all providers, so every provider
+/// validates accounts, currencies and amounts the same way.
+#[derive(Debug, Clone)]
+pub struct PostingFields<'a> {
+    pub direction: Direction,
+    /// Where the account id was looked for, for the rejection reason.
+    pub account_path: &'a str,
+    pub account: Option<&'a Value>,
+    pub currency: Option<&'a Value>,
+    pub amount: Option<&'a Value>,
+    /// The ordering key, or why the provider could not find one.
+    pub sequence: Result<i64, String>,
+}
+
+impl PostingFields<'_> {
+    pub fn into_movement(self) -> Movement {
+        let mut problems = Vec::new();
+        let account = match self.account {
+            Some(Value::String(s)) => AccountId::parse(s).map_err(|e| e.to_string()),
+            None | Some(Value::Null) => Err(format!("no account id at {}", self.account_path)),
+            Some(other) => Err(format!(
+                "account id at {} must be a string, not {}",
+                self.account_path,
+                json_kind(other)
+            )),
+        };
+        let currency = match self.currency {
+            Some(Value::String(s)) => Currency::parse(s).map_err(|e| e.to_string()),
+            None | Some(Value::Null) => Err("currency is missing".to_owned()),
+            Some(other) => Err(format!(
+                "currency must be a string, not {}",
+                json_kind(other)
+            )),
+        };
+        let amount = PositiveAmount::from_json(self.amount).map_err(|e| e.to_string());
+        for result in [
+            account.as_ref().err(),
+            currency.as_ref().err(),
+            amount.as_ref().err(),
+            self.sequence.as_ref().err(),
+        ] {
+            problems.extend(result.cloned());
+        }
+        match (account, currency, amount, self.sequence) {
+            (Ok(account), Ok(currency), Ok(amount), Ok(sequence)) => Movement::Post(Posting {
+                direction: self.direction,
+                account,
+                currency,
+                amount,
+                sequence,
+            }),
+            (account, currency, amount, sequence) => Movement::Rejected(Rejection {
+                reason: problems.join("; "),
+                account: account.ok(),
+                currency: currency.ok(),
+                signed_amount: amount.ok().map(|a| signed(self.direction, a.minor())),
+                sequence: sequence.ok(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields<'a>(account: &'a Value, currency: &'a Value, amount: &'a Value) -> PostingFields<'a> {
+        PostingFields {
+            direction: Direction::Debit,
+            account_path: "data.account_id",
+            account: Some(account),
+            currency: Some(currency),
+            amount: Some(amount),
+            sequence: Ok(7),
+        }
+    }
+
+    #[test]
+    fn valid_fields_make_a_signed_posting() {
+        let (a, c, m) = (json!("acct_1"), json!("usd"), json!(250));
+        let Movement::Post(posting) = fields(&a, &c, &m).into_movement() else {
+            panic!("expected a posting");
+        };
+        assert_eq!(posting.signed_amount(), -250);
+        assert_eq!(posting.currency.code(), "USD");
+        assert_eq!(posting.sequence, 7);
+    }
+
+    #[test]
+    fn every_problem_is_named_and_valid_parts_kept() {
+        let (a, c, m) = (json!(42), json!("usd "), json!(100));
+        let Movement::Rejected(rejection) = fields(&a, &c, &m).into_movement() else {
+            panic!("expected a rejection");
+        };
+        assert_eq!(
+            rejection.reason,
+            "account id at data.account_id must be a string, not a number; \
+             currency \"usd \" is not a three-letter ISO 4217 code"
+        );
+        assert_eq!(rejection.account, None);
+        assert_eq!(rejection.signed_amount, Some(-100));
+        assert_eq!(rejection.sequence, Some(7));
+    }
+
+    #[test]
+    fn a_missing_account_names_the_path() {
+        let mut f = fields(&Value::Null, &Value::Null, &Value::Null);
+        f.account = None;
+        let Movement::Rejected(rejection) = f.into_movement() else {
+            panic!("expected a rejection");
+        };
+        assert!(
+            rejection
+                .reason
+                .starts_with("no account id at data.account_id;")
+        );
+    }
+}

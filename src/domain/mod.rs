@@ -1,0 +1,15 @@
+//! Domain types: validated identifiers, money and the normalised event that
+//! every provider maps its payload into. Parse, don't validate: a value of one
+//! of these types is known to be well formed.
+
+mod currency;
+mod event;
+mod ids;
+mod money;
+mod status;
+
+pub use currency::{Currency, CurrencyError};
+pub use event::{Direction, Movement, NormalisedEvent, Posting, PostingFields, Rejection};
+pub use ids::{AccountId, EventId, IdError, SourceName};
+pub use money::{AmountError, MAX_AMOUNT_MINOR, PositiveAmount, format_minor};
+pub use status::Status;

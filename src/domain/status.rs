@@ -1,0 +1,79 @@
+//! The stored status of an event (an intent row).
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The balance effect was posted to the ledger.
+    Applied,
+    /// Older than the account's sequence guard: held for an operator.
+    Stale,
+    /// A type with no balance effect.
+    Ignored,
+    /// Has a balance effect that cannot be applied as it stands (no account,
+    /// bad currency or amount): held for an operator.
+    Rejected,
+    /// An operator decided a held event will never be applied.
+    Dismissed,
+}
+
+impl Status {
+    pub const ALL: [Status; 5] = [
+        Status::Applied,
+        Status::Stale,
+        Status::Ignored,
+        Status::Rejected,
+        Status::Dismissed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Applied => "applied",
+            Status::Stale => "stale",
+            Status::Ignored => "ignored",
+            Status::Rejected => "rejected",
+            Status::Dismissed => "dismissed",
+        }
+    }
+
+    /// Held events wait for an operator's apply or dismiss.
+    pub fn is_held(self) -> bool {
+        matches!(self, Status::Stale | Status::Rejected)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown status {0:?} (expected applied, stale, ignored, rejected or dismissed)")]
+pub struct UnknownStatus(pub String);
+
+impl FromStr for Status {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| UnknownStatus(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_text() {
+        for status in Status::ALL {
+            assert_eq!(status.as_str().parse::<Status>(), Ok(status));
+        }
+        assert!("pending".parse::<Status>().is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! Reading a request body with a hard size limit, and header access for
+//! providers.
+
+use actix_web::HttpRequest;
+use actix_web::http::header::{CONTENT_LENGTH, HeaderMap};
+use actix_web::web::{Bytes, Payload};
+
+use super::ApiError;
+use crate::providers::HeaderSource;
+
+/// Reads the whole body, refusing more than `limit` bytes: at once from a
+/// `Content-Length` over the limit, else as soon as the stream passes it.
+pub async fn read_limited(
+    request: &HttpRequest,
+    payload: Payload,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(ApiError::BodyTooLarge(limit));
+    }
+    match payload.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(ApiError::BodyUnreadable),
+        Err(_) => Err(ApiError::BodyTooLarge(limit)),
+    }
+}
+
+/// Providers read headers through this; a value that is not visible ASCII
+/// counts as absent, which fails verification.
+pub(super) struct ActixHeaders<'a>(pub &'a HeaderMap);
+
+impl HeaderSource for ActixHeaders<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|value| value.to_str().ok())
+    }
+}

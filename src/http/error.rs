@@ -1,0 +1,141 @@
+//! The one place that knows HTTP status codes. Every error body is
+//! `{"error": "<stable_code>", "message": "..."}`; internal errors are logged
+//! with their cause chain and answered without internals.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+use crate::domain::Status;
+use crate::operator::OperatorError;
+use crate::providers::VerifyError;
+use crate::receive::ReceiveError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("no source named {0:?} is configured")]
+    UnknownSource(String),
+    #[error("body is larger than the limit of {0} bytes")]
+    BodyTooLarge(usize),
+    #[error("could not read the request body")]
+    BodyUnreadable,
+    #[error("{0}")]
+    Verification(VerifyError),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("missing or invalid admin credentials")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("event is {status}; this action needs a {wanted}")]
+    WrongStatus {
+        status: Status,
+        wanted: &'static str,
+    },
+    #[error("the database is unavailable; retry later")]
+    Unavailable,
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::UnknownSource(_) => "unknown_source",
+            ApiError::BodyTooLarge(_) => "body_too_large",
+            ApiError::BodyUnreadable => "body_unreadable",
+            ApiError::Verification(e) => e.code(),
+            ApiError::BadRequest(_) => "bad_request",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::WrongStatus { .. } => "wrong_status",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal => "internal",
+        }
+    }
+}
+
+/// Logs a failure with its whole cause chain.
+fn log_chain(context: &str, error: &(dyn std::error::Error + 'static)) {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    tracing::error!("{context}: {chain}");
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        if error.is_transient() {
+            tracing::warn!("database unavailable: {error}");
+            ApiError::Unavailable
+        } else {
+            log_chain("database failure", &error);
+            ApiError::Internal
+        }
+    }
+}
+
+impl From<ReceiveError> for ApiError {
+    fn from(error: ReceiveError) -> Self {
+        match error {
+            ReceiveError::UnknownSource => ApiError::NotFound("source"),
+            ReceiveError::Verification(e) => ApiError::Verification(e),
+            ReceiveError::Payload(e) => ApiError::BadRequest(e.to_string()),
+            ReceiveError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<OperatorError> for ApiError {
+    fn from(error: OperatorError) -> Self {
+        match error {
+            OperatorError::NotFound => ApiError::NotFound("event"),
+            OperatorError::WrongStatus(status, wanted) => ApiError::WrongStatus { status, wanted },
+            OperatorError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::UnknownSource(_) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::BodyUnreadable | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Verification(_) | ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::WrongStatus { .. } => StatusCode::CONFLICT,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut body = json!({"error": self.code(), "message": self.to_string()});
+        if let ApiError::WrongStatus { status, .. } = self {
+            body["status"] = json!(status);
+        }
+        let mut response = HttpResponse::build(self.status_code());
+        match self {
+            ApiError::Unavailable => {
+                response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("5")));
+            }
+            ApiError::Unauthorized => {
+                response
+                    .insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+            }
+            _ => {}
+        }
+        response.insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
+        response.json(body)
+    }
+}

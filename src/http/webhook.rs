@@ -1,0 +1,31 @@
+//! `POST /webhooks/{source}`: the provider-facing endpoint.
+
+use actix_web::web::{Data, Path, Payload};
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::json;
+
+use super::ApiError;
+use super::body::{ActixHeaders, read_limited};
+use crate::context::Context;
+use crate::receive::receive;
+
+/// 200 only after the transaction committed, with the event's stored status;
+/// `duplicate: true` for a redelivery. See README for every other status.
+pub async fn receive_webhook(
+    context: Data<Context>,
+    source: Path<String>,
+    request: HttpRequest,
+    payload: Payload,
+) -> Result<HttpResponse, ApiError> {
+    let source = source.into_inner();
+    if context.source(&source).is_none() {
+        return Err(ApiError::UnknownSource(source));
+    }
+    let body = read_limited(&request, payload, context.max_body_bytes).await?;
+    let outcome = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
+    Ok(HttpResponse::Ok().json(json!({
+        "status": outcome.status,
+        "duplicate": outcome.duplicate,
+        "event_id": outcome.event_id.as_str(),
+    })))
+}

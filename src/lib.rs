@@ -1,0 +1,21 @@
+//! hookledger: a payment-webhook receiver that turns at-least-once delivery
+//! into an exactly-once, sequence-guarded effect on balances.
+#![forbid(unsafe_code)]
+
+pub mod admin;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod context;
+pub mod domain;
+pub mod http;
+pub mod ingest;
+pub mod metrics;
+pub mod operator;
+pub mod providers;
+pub mod receive;
+pub mod secret;
+pub mod session;
+pub mod source;
+pub mod startup;
+pub mod store;

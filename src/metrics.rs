@@ -1,0 +1,47 @@
+//! In-process counters: deliveries by source and outcome, verification
+//! failures by source and reason. Exposed on the admin API and page; the
+//! Prometheus endpoint comes with the admin issue.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    counters: Mutex<Counters>,
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Counters {
+    /// source -> outcome (`applied`, `duplicate`, ...) -> count.
+    pub deliveries: BTreeMap<String, BTreeMap<String, u64>>,
+    /// source -> reason code -> count.
+    pub verification_failures: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str) {
+    *map.entry(source.to_owned())
+        .or_default()
+        .entry(key.to_owned())
+        .or_default() += 1;
+}
+
+impl Metrics {
+    pub fn delivery(&self, source: &str, outcome: &str) {
+        bump(&mut self.lock().deliveries, source, outcome);
+    }
+
+    pub fn verification_failure(&self, source: &str, reason: &str) {
+        bump(&mut self.lock().verification_failures, source, reason);
+    }
+
+    pub fn snapshot(&self) -> Counters {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counters> {
+        // A panic while holding this lock leaves counts that are still valid.
+        self.counters.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

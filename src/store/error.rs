@@ -1,0 +1,99 @@
+//! Store errors, classified once: transient failures (the database is down,
+//! busy or shedding load) are retryable by the provider, so they become 503;
+//! everything else is a bug or corruption and becomes 500.
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+    #[error("cannot open the database: {0}")]
+    Connect(String),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("balance of {account_id} {currency} would leave the supported range")]
+    BalanceLimit {
+        account_id: String,
+        currency: String,
+    },
+    #[error("stored row is inconsistent: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        if is_transient(&error) {
+            StoreError::Unavailable(error)
+        } else {
+            StoreError::Database(error)
+        }
+    }
+}
+
+fn is_transient(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            let Some(code) = db.code() else { return false };
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                code.parse().is_ok_and(is_transient_sqlite)
+            } else {
+                is_transient_sqlstate(&code)
+            }
+        }
+        _ => false,
+    }
+}
+
+/// SQLite reports its extended result code; the low byte is the primary
+/// code: BUSY, LOCKED, IOERR, FULL, CANTOPEN.
+fn is_transient_sqlite(extended: i32) -> bool {
+    matches!(extended & 0xff, 5 | 6 | 10 | 13 | 14)
+}
+
+/// PostgreSQL SQLSTATEs: connection exceptions (08), serialization failure
+/// and deadlock (40001, 40P01), insufficient resources (53), operator
+/// intervention such as shutdown or statement timeout (57), lock not
+/// available (55P03).
+fn is_transient_sqlstate(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || code.starts_with("57")
+        || matches!(code, "40001" | "40P01" | "55P03")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_backend_codes() {
+        for transient in [5, 517, 6, 262, 13, 10, 3338] {
+            assert!(is_transient_sqlite(transient), "{transient}");
+        }
+        for permanent in [19, 2067, 1, 1555] {
+            assert!(!is_transient_sqlite(permanent), "{permanent}");
+        }
+        for transient in [
+            "40001", "40P01", "08006", "53300", "57P01", "57014", "55P03",
+        ] {
+            assert!(is_transient_sqlstate(transient), "{transient}");
+        }
+        for permanent in ["23505", "42P01", "22003", "23514"] {
+            assert!(!is_transient_sqlstate(permanent), "{permanent}");
+        }
+        assert!(StoreError::from(sqlx::Error::PoolTimedOut).is_transient());
+        assert!(!StoreError::from(sqlx::Error::RowNotFound).is_transient());
+    }
+}

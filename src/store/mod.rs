@@ -1,0 +1,136 @@
+//! The database: the only module with SQL. [`Store`] is an enum over a SQLite
+//! and a PostgreSQL pool; every statement is one SQL string shared by both
+//! backends, stamped out for each by the `on_*!` macros below so that it is
+//! type-checked against both.
+
+mod error;
+mod read;
+mod rows;
+mod write;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+
+pub use error::StoreError;
+pub use read::{EventFilter, Violation};
+pub use rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
+pub use write::{Claimed, IntentUpsert, NewAudit, NewIntent, NewLedgerEntry, WriteTx};
+
+/// Runs `$body` with `$conn` bound to the concrete pool of either backend.
+macro_rules! on_pool {
+    ($store:expr, $conn:ident => $body:expr) => {
+        match $store {
+            $crate::store::Store::Sqlite($conn) => $body,
+            $crate::store::Store::Postgres($conn) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+#[derive(Debug, Clone)]
+pub enum Store {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+#[derive(Debug, Clone)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+}
+
+/// How long SQLite waits for the write lock before reporting BUSY (-> 503).
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Server-side bound on any one PostgreSQL statement; providers give up on a
+/// delivery after 10-30 s anyway, and a timeout is answered 503 (retry).
+const PG_STATEMENT_TIMEOUT: &str = "15s";
+
+impl Store {
+    /// Opens the database named by `url`: `sqlite:` (file created if missing,
+    /// WAL) or `postgres:`/`postgresql:`. Any other scheme is refused.
+    pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
+        let connect_error = |e: sqlx::Error| StoreError::Connect(e.to_string());
+        if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(connect_error)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                // FULL: a commit we answered 200 for must survive a power cut,
+                // or the provider never redelivers and the credit is lost.
+                .synchronous(SqliteSynchronous::Full)
+                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                .foreign_keys(true);
+            if let Some(dir) = options
+                .get_filename()
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Connect(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+            let pool = SqlitePoolOptions::new()
+                .max_connections(settings.max_connections)
+                .acquire_timeout(settings.acquire_timeout)
+                .connect_with(options)
+                .await
+                .map_err(connect_error)?;
+            Ok(Store::Sqlite(pool))
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let options = PgConnectOptions::from_str(url)
+                .map_err(connect_error)?
+                .options([("statement_timeout", PG_STATEMENT_TIMEOUT)]);
+            let pool = PgPoolOptions::new()
+                .max_connections(settings.max_connections)
+                .acquire_timeout(settings.acquire_timeout)
+                .connect_with(options)
+                .await
+                .map_err(connect_error)?;
+            Ok(Store::Postgres(pool))
+        } else {
+            Err(StoreError::Connect(
+                "database URL must start with sqlite:, postgres: or postgresql:".into(),
+            ))
+        }
+    }
+
+    /// Applies the embedded migrations for this backend. On PostgreSQL sqlx
+    /// takes an advisory lock, so several instances may start at once.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+            Store::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// A cheap round trip, for `/readyz`.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        on_pool!(self, pool => sqlx::query("select 1").execute(pool).await.map(drop))?;
+        Ok(())
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+
+    pub async fn close(&self) {
+        on_pool!(self, pool => pool.close().await);
+    }
+
+    /// The SQLite file, if this is a SQLite store (for start-up messages).
+    pub fn sqlite_file(&self) -> Option<PathBuf> {
+        match self {
+            Store::Sqlite(pool) => Some(pool.connect_options().get_filename().to_path_buf()),
+            Store::Postgres(_) => None,
+        }
+    }
+}

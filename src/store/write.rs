@@ -1,0 +1,365 @@
+//! The write transaction and its primitives. Each primitive is one statement,
+//! one round trip, through sqlx's per-connection prepared-statement cache.
+//!
+//! Concurrency model, relied on by every statement below:
+//! - SQLite: every write transaction starts with `BEGIN IMMEDIATE`, which takes
+//!   the database's single write lock up front; writers queue on the busy
+//!   timeout instead of failing mid-transaction, and run strictly one at a time.
+//! - PostgreSQL: READ COMMITTED. Every check-and-write is ONE statement whose
+//!   conflict path locks the row it tests (`insert ... on conflict do update
+//!   ... where`, or `update ... where status = ...`), and PostgreSQL re-checks
+//!   the condition against the latest committed row version after waiting
+//!   for that lock. No statement reads a value that a later one writes back.
+//!
+//! Lock order is always intent -> sequence guard -> balance -> ledger, so two
+//! transactions cannot wait on each other in a cycle.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Sqlite, Transaction};
+
+use super::rows::{self, IntentUpsertRow};
+use super::{Store, StoreError};
+use crate::domain::Status;
+
+pub enum WriteTx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// Runs `$body` with `$conn` bound to the concrete connection of either
+/// backend's transaction.
+macro_rules! on_tx {
+    ($tx:expr, $conn:ident => $body:expr) => {
+        match $tx {
+            WriteTx::Sqlite(tx) => {
+                let $conn = &mut **tx;
+                $body
+            }
+            WriteTx::Postgres(tx) => {
+                let $conn = &mut **tx;
+                $body
+            }
+        }
+    };
+}
+
+impl Store {
+    pub async fn begin(&self) -> Result<WriteTx, StoreError> {
+        Ok(match self {
+            Store::Sqlite(pool) => WriteTx::Sqlite(pool.begin_with("begin immediate").await?),
+            Store::Postgres(pool) => WriteTx::Postgres(pool.begin().await?),
+        })
+    }
+}
+
+/// A new intent row, with the status it gets if it is the first delivery.
+pub struct NewIntent<'a> {
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub event_type: &'a str,
+    pub status: Status,
+    pub reason: Option<&'a str>,
+    pub account_id: Option<&'a str>,
+    pub currency: Option<&'a str>,
+    pub amount_minor: Option<i64>,
+    pub object_id: Option<&'a str>,
+    pub sequence: Option<i64>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub payload_sha256: &'a str,
+    pub payload: &'a str,
+    pub received_at: DateTime<Utc>,
+}
+
+/// What `insert_intent` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntentUpsert {
+    /// First delivery: the row was inserted with the given status.
+    Inserted { intent_id: i64 },
+    /// Redelivery: counted on the existing row, which has this status.
+    Duplicate { status: Status },
+}
+
+pub struct NewLedgerEntry<'a> {
+    pub intent_id: i64,
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub account_id: &'a str,
+    pub currency: &'a str,
+    pub amount_minor: i64,
+    pub balance_after_minor: i64,
+    pub object_id: Option<&'a str>,
+    pub operator_applied: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+pub struct NewAudit<'a> {
+    pub action: &'a str,
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub previous_status: Status,
+    pub actor: &'a str,
+    pub note: Option<&'a str>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A held intent an operator action has just taken over.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Claimed {
+    pub intent_id: i64,
+    pub account_id: Option<String>,
+    pub currency: Option<String>,
+    pub amount_minor: Option<i64>,
+    pub object_id: Option<String>,
+}
+
+/// Inserts the intent, or on a redelivery counts it (and a conflict when the
+/// body differs) without touching anything else; the stored payload is never
+/// overwritten. One statement answers both cases: `deliveries` is 1 only on
+/// the insert path, since the update path always increments it.
+/// Race-free: PostgreSQL makes a concurrent insert of the same key wait for
+/// the first transaction, then take the update path; SQLite runs one writer.
+const INSERT_INTENT: &str = "
+insert into intents (source, event_id, event_type, status, reason, account_id, currency,
+    amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
+    payload_sha256, payload, first_received_at, last_received_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 0, $12, $13, $14, $14)
+on conflict (source, event_id) do update
+set deliveries = intents.deliveries + 1,
+    conflicts = intents.conflicts
+        + case when intents.payload_sha256 = excluded.payload_sha256 then 0 else 1 end,
+    last_received_at = excluded.last_received_at
+returning intent_id, status, deliveries";
+
+/// Moves the guard up to `sequence` unless it is already higher; returns a
+/// row only if the event is in order (sequence >= guard). Check and write are
+/// this one statement: the conflict path locks the guard row (PostgreSQL) and
+/// evaluates `where` on its latest committed value.
+const ADVANCE_GUARD: &str = "
+insert into sequence_guards (source, account_id, last_sequence, updated_at)
+values ($1, $2, $3, $4)
+on conflict (source, account_id) do update
+set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at
+where sequence_guards.last_sequence <= excluded.last_sequence
+returning last_sequence";
+
+const GUARD_SEQUENCE: &str = "
+select last_sequence from sequence_guards where source = $1 and account_id = $2";
+
+/// Adds the signed amount in place (never read-modify-write from Rust); the
+/// row lock taken by the update serialises concurrent postings to one
+/// balance. The bound of +/-2^62 keeps every sum representable: with at most
+/// 10^15 per event the addition itself cannot overflow, and SQLite, which
+/// would silently turn an overflowing integer into a float, never gets near
+/// it. Out of range returns no row, and the transaction is rolled back.
+const UPSERT_BALANCE: &str = "
+insert into balances (account_id, currency, balance_minor, updated_at)
+values ($1, $2, $3, $4)
+on conflict (account_id, currency) do update
+set balance_minor = balances.balance_minor + excluded.balance_minor,
+    updated_at = excluded.updated_at
+where balances.balance_minor + excluded.balance_minor
+    between -4611686018427387904 and 4611686018427387904
+returning balance_minor";
+
+/// A plain insert: a second entry for one (source, event_id) violates the
+/// unique key and fails the whole transaction rather than post twice.
+const INSERT_LEDGER_ENTRY: &str = "
+insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
+    balance_after_minor, object_id, operator_applied, created_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
+const SET_INTENT_STATUS: &str = "
+update intents set status = $2, reason = $3 where intent_id = $1";
+
+/// Moves an intent from one status to another for an operator action, only
+/// if it is in `from` now. The test and the change are one statement: of two
+/// concurrent actions, PostgreSQL makes the second wait for the first's row
+/// lock and then re-evaluates `status = $3` on the committed row, so exactly
+/// one gets the row back; SQLite runs one writer at a time.
+const CLAIM_INTENT: &str = "
+update intents set status = $4
+where source = $1 and event_id = $2 and status = $3
+returning intent_id, account_id, currency, amount_minor, object_id";
+
+const INTENT_STATUS: &str = "
+select status from intents where source = $1 and event_id = $2";
+
+const INSERT_AUDIT: &str = "
+insert into audit_log (action, source, event_id, previous_status, actor, note, created_at)
+values ($1, $2, $3, $4, $5, $6, $7)";
+
+impl WriteTx {
+    pub async fn insert_intent(&mut self, new: &NewIntent<'_>) -> Result<IntentUpsert, StoreError> {
+        let row: IntentUpsertRow = on_tx!(self, conn => sqlx::query_as(INSERT_INTENT)
+            .bind(new.source)
+            .bind(new.event_id)
+            .bind(new.event_type)
+            .bind(new.status.as_str())
+            .bind(new.reason)
+            .bind(new.account_id)
+            .bind(new.currency)
+            .bind(new.amount_minor)
+            .bind(new.object_id)
+            .bind(new.sequence)
+            .bind(new.occurred_at)
+            .bind(new.payload_sha256)
+            .bind(new.payload)
+            .bind(new.received_at)
+            .fetch_one(conn)
+            .await)?;
+        Ok(if row.deliveries == 1 {
+            IntentUpsert::Inserted {
+                intent_id: row.intent_id,
+            }
+        } else {
+            IntentUpsert::Duplicate {
+                status: row.status()?,
+            }
+        })
+    }
+
+    /// True if `sequence` is in order (the guard now equals it); false if the
+    /// guard is already higher (the event is stale; the guard is untouched).
+    pub async fn advance_guard(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(ADVANCE_GUARD)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .bind(now)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.is_some())
+    }
+
+    pub async fn guard_sequence(
+        &mut self,
+        source: &str,
+        account_id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(GUARD_SEQUENCE)
+            .bind(source)
+            .bind(account_id)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(sequence,)| sequence))
+    }
+
+    /// Adds `amount_minor` (signed) to the balance; returns the new balance.
+    pub async fn upsert_balance(
+        &mut self,
+        account_id: &str,
+        currency: &str,
+        amount_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Result<i64, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
+            .bind(account_id)
+            .bind(currency)
+            .bind(amount_minor)
+            .bind(now)
+            .fetch_optional(conn)
+            .await)?;
+        row.map(|(balance,)| balance)
+            .ok_or_else(|| StoreError::BalanceLimit {
+                account_id: account_id.to_owned(),
+                currency: currency.to_owned(),
+            })
+    }
+
+    pub async fn insert_ledger_entry(
+        &mut self,
+        entry: &NewLedgerEntry<'_>,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(INSERT_LEDGER_ENTRY)
+            .bind(entry.intent_id)
+            .bind(entry.source)
+            .bind(entry.event_id)
+            .bind(entry.account_id)
+            .bind(entry.currency)
+            .bind(entry.amount_minor)
+            .bind(entry.balance_after_minor)
+            .bind(entry.object_id)
+            .bind(entry.operator_applied)
+            .bind(entry.created_at)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+
+    /// Changes the status of an intent this transaction inserted.
+    pub async fn set_intent_status(
+        &mut self,
+        intent_id: i64,
+        status: Status,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(SET_INTENT_STATUS)
+            .bind(intent_id)
+            .bind(status.as_str())
+            .bind(reason)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+
+    /// Moves the intent from `from` to `to` if it is in `from` now.
+    pub async fn claim_intent(
+        &mut self,
+        source: &str,
+        event_id: &str,
+        from: Status,
+        to: Status,
+    ) -> Result<Option<Claimed>, StoreError> {
+        Ok(on_tx!(self, conn => sqlx::query_as(CLAIM_INTENT)
+            .bind(source)
+            .bind(event_id)
+            .bind(from.as_str())
+            .bind(to.as_str())
+            .fetch_optional(conn)
+            .await)?)
+    }
+
+    pub async fn intent_status(
+        &mut self,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Option<Status>, StoreError> {
+        let row: Option<(String,)> = on_tx!(self, conn => sqlx::query_as(INTENT_STATUS)
+            .bind(source)
+            .bind(event_id)
+            .fetch_optional(conn)
+            .await)?;
+        row.map(|(status,)| rows::parse_status(&status)).transpose()
+    }
+
+    pub async fn insert_audit(&mut self, audit: &NewAudit<'_>) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(INSERT_AUDIT)
+            .bind(audit.action)
+            .bind(audit.source)
+            .bind(audit.event_id)
+            .bind(audit.previous_status.as_str())
+            .bind(audit.actor)
+            .bind(audit.note)
+            .bind(audit.created_at)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+
+    pub async fn commit(self) -> Result<(), StoreError> {
+        match self {
+            WriteTx::Sqlite(tx) => tx.commit().await?,
+            WriteTx::Postgres(tx) => tx.commit().await?,
+        }
+        Ok(())
+    }
+}

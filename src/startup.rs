@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::http::ApiError;
 use crate::metrics::Metrics;
 use crate::session::SessionKeys;
-use crate::store::{PoolSettings, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::{admin, http};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,11 +38,7 @@ pub struct Application {
 }
 
 pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
-    let settings = PoolSettings {
-        max_connections: config.database.max_connections,
-        acquire_timeout: config.database.acquire_timeout,
-    };
-    Store::connect(&config.database_url, &settings).await
+    Store::connect(&config.database_url, &config.database).await
 }
 
 impl Application {

@@ -11,7 +11,7 @@ use crate::clock::SystemClock;
 use crate::config::{self, Config};
 use crate::startup::{Application, StartupError, connect_store};
 
-pub use send::{SendArgs, SignedRequest, signed_sample};
+pub use send::{SendArgs, SignedRequest, sign_body, signed_sample};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -54,11 +54,23 @@ pub fn signed_sample(
     sample: &Sample,
 ) -> Result<SignedRequest, String> {
     let provider = provider_for(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
+    let body = provider.sample_body(sample);
+    sign_body(kind, secret, body, &sample.event_id, sample.timestamp)
+}
+
+/// Signs any body exactly as a `kind` sender would.
+pub fn sign_body(
+    kind: &str,
+    secret: &Secret,
+    body: Vec<u8>,
+    event_id: &str,
+    timestamp: i64,
+) -> Result<SignedRequest, String> {
+    let provider = provider_for(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
     let key = provider
         .key_from_secret(secret)
         .map_err(|e| format!("--secret {e}"))?;
-    let body = provider.sample_body(sample);
-    let headers = provider.sign(&key, &body, &sample.event_id, sample.timestamp);
+    let headers = provider.sign(&key, &body, event_id, timestamp);
     Ok(SignedRequest { body, headers })
 }
 

@@ -53,6 +53,14 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
         &mut raw.database.acquire_timeout_secs,
         parsed(env, "HOOKLEDGER_DATABASE_ACQUIRE_TIMEOUT_SECS")?,
     );
+    set(
+        &mut raw.database.busy_timeout_ms,
+        parsed(env, "HOOKLEDGER_DATABASE_BUSY_TIMEOUT_MS")?,
+    );
+    set(
+        &mut raw.database.statement_timeout_ms,
+        parsed(env, "HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS")?,
+    );
     set(&mut raw.admin.token, env("HOOKLEDGER_ADMIN_TOKEN"));
     set(
         &mut raw.admin.session_ttl_secs,

@@ -17,6 +17,7 @@ use crate::domain::SourceName;
 use crate::providers::{JsonPath, Mapping, provider_for};
 use crate::secret::Secret;
 use crate::source::{OnStale, Source};
+use crate::store::PoolSettings;
 use generated::Flavor;
 use raw::{RawConfig, RawSource};
 
@@ -31,7 +32,7 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,
-    pub database: DatabaseSettings,
+    pub database: PoolSettings,
     pub admin: AdminSettings,
     pub sources: Vec<Source>,
     /// Secrets hookledger generated and keeps in `data_dir` itself (admin
@@ -45,12 +46,6 @@ pub struct SelfManaged {
     pub what: &'static str,
     pub file: PathBuf,
     pub secret: Secret,
-}
-
-#[derive(Debug, Clone)]
-pub struct DatabaseSettings {
-    pub max_connections: u32,
-    pub acquire_timeout: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -192,10 +187,14 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         data_dir,
         max_body_bytes: max_body_bytes as usize,
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
-        database: DatabaseSettings {
+        database: PoolSettings {
             max_connections: max_connections as u32,
             acquire_timeout: Duration::from_secs(
                 raw.database.acquire_timeout_secs.unwrap_or(5).max(1),
+            ),
+            busy_timeout: Duration::from_millis(raw.database.busy_timeout_ms.unwrap_or(5000)),
+            statement_timeout: Duration::from_millis(
+                raw.database.statement_timeout_ms.unwrap_or(15_000),
             ),
         },
         admin: AdminSettings {

@@ -26,6 +26,8 @@ pub struct RawConfig {
 pub struct RawDatabase {
     pub max_connections: Option<u64>,
     pub acquire_timeout_secs: Option<u64>,
+    pub busy_timeout_ms: Option<u64>,
+    pub statement_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -6,8 +6,12 @@
 //! accepted as a set too. Source: ../shared/providers.md 2.2.
 //!
 //! hookledger's payload: `{"type": "balance.credit" | "balance.debit",
-//! "data": {"account_id", "amount_minor", "currency", "sequence"?}}`; the
-//! sequence defaults to the signed timestamp.
+//! "timestamp"?, "data": {"account_id", "amount_minor", "currency",
+//! "sequence"?}}`. The sequence is `data.sequence`; without it, the event time
+//! in the body's `timestamp` (the spec's recommended field, whole seconds);
+//! without that, the signed delivery timestamp. The body time comes first
+//! because a provider re-signs every retry with a fresh timestamp: an old
+//! event retried after a newer one would otherwise look newer.
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
@@ -49,6 +53,24 @@ fn required<'a>(delivery: &'a Delivery<'_>, name: &'static str) -> Result<&'a st
         .headers
         .header(name)
         .ok_or(VerifyError::MissingHeader(name))
+}
+
+/// `data.sequence`, else the body's event time, else the signed timestamp.
+fn sequence(
+    data: Option<&Value>,
+    event_time: &Result<Option<DateTime<Utc>>, String>,
+    signed_timestamp: Option<i64>,
+) -> Result<i64, String> {
+    match data.and_then(|d| d.get("sequence")) {
+        Some(Value::Null) | None => match event_time {
+            Ok(Some(time)) => Ok(time.timestamp()),
+            Ok(None) => signed_timestamp.ok_or_else(|| "no sequence and no timestamp".to_owned()),
+            Err(problem) => Err(problem.clone()),
+        },
+        Some(value) => value
+            .as_i64()
+            .ok_or_else(|| "sequence must be an integer".to_owned()),
+    }
 }
 
 impl Provider for StandardWebhooks {
@@ -152,6 +174,14 @@ impl Provider for StandardWebhooks {
             _ => None,
         };
         let data = payload.get("data");
+        let event_time = match payload.get("timestamp") {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value
+                .as_str()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| Some(t.with_timezone(&Utc)))
+                .ok_or_else(|| "timestamp is not an RFC 3339 time".to_owned()),
+        };
         let movement = match direction {
             None => Movement::None,
             Some(direction) => PostingFields {
@@ -160,22 +190,13 @@ impl Provider for StandardWebhooks {
                 account: mapping.account_path.lookup(payload),
                 currency: data.and_then(|d| d.get("currency")),
                 amount: data.and_then(|d| d.get("amount_minor")),
-                sequence: match data.and_then(|d| d.get("sequence")) {
-                    None | Some(Value::Null) => verified
-                        .timestamp
-                        .ok_or_else(|| "no sequence and no signed timestamp".to_owned()),
-                    Some(value) => value
-                        .as_i64()
-                        .ok_or_else(|| "sequence must be an integer".to_owned()),
-                },
+                sequence: sequence(data, &event_time, verified.timestamp),
             }
             .into_movement(),
         };
-        let occurred_at = payload
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.with_timezone(&Utc))
+        let occurred_at = event_time
+            .ok()
+            .flatten()
             .or_else(|| verified.timestamp.and_then(from_unix_seconds));
         Ok(NormalisedEvent {
             event_id,
@@ -228,7 +249,6 @@ impl Provider for StandardWebhooks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Posting;
     use crate::providers::{HeaderPairs, JsonPath};
 
     /// Official vectors from the Standard Webhooks repository
@@ -408,18 +428,13 @@ mod tests {
     #[test]
     fn credits_and_debits_with_sequence_defaulting_to_the_timestamp() {
         let body = r#"{"type":"balance.debit","data":{"account_id":"a","amount_minor":5,"currency":"JPY"}}"#;
-        let Movement::Post(Posting {
-            direction,
-            amount,
-            sequence,
-            ..
-        }) = normalise(body, 1_700_000_000).movement
-        else {
+        let Movement::Post(posting) = normalise(body, 1_700_000_000).movement else {
             panic!("expected a posting");
         };
+        assert_eq!(posting.direction, Direction::Debit);
         assert_eq!(
-            (direction, amount.minor(), sequence),
-            (Direction::Debit, 5, 1_700_000_000)
+            (posting.amount.minor(), posting.sequence),
+            (5, 1_700_000_000)
         );
         let body = r#"{"type":"balance.credit","data":{"account_id":"a","amount_minor":5,"currency":"USD","sequence":42}}"#;
         let Movement::Post(posting) = normalise(body, 1_700_000_000).movement else {
@@ -429,6 +444,26 @@ mod tests {
             (posting.direction, posting.sequence),
             (Direction::Credit, 42)
         );
+    }
+
+    #[test]
+    fn the_body_event_time_outranks_the_signed_delivery_time() {
+        // A retry is re-signed later; the event time in the body does not move.
+        let body = r#"{"type":"balance.credit","timestamp":"2023-11-14T22:13:20.750Z","data":{"account_id":"a","amount_minor":5,"currency":"USD"}}"#;
+        let event = normalise(body, 1_800_000_000);
+        let Movement::Post(posting) = event.movement else {
+            panic!("expected a posting");
+        };
+        assert_eq!(posting.sequence, 1_700_000_000);
+        assert_eq!(
+            event.occurred_at.map(|t| t.timestamp_millis()),
+            Some(1_700_000_000_750)
+        );
+        let body = r#"{"type":"balance.credit","timestamp":"yesterday","data":{"account_id":"a","amount_minor":5,"currency":"USD"}}"#;
+        let Movement::Rejected(rejection) = normalise(body, 1).movement else {
+            panic!("expected a rejection");
+        };
+        assert_eq!(rejection.reason, "timestamp is not an RFC 3339 time");
     }
 
     #[test]

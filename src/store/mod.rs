@@ -41,14 +41,14 @@ pub enum Store {
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
     pub max_connections: u32,
+    /// How long a request waits for a pooled connection.
     pub acquire_timeout: Duration,
+    /// SQLite: how long a writer waits for the write lock before BUSY (503).
+    pub busy_timeout: Duration,
+    /// PostgreSQL: server-side bound on one statement (then 503). Providers
+    /// give up on a delivery after 10-30 s anyway.
+    pub statement_timeout: Duration,
 }
-
-/// How long SQLite waits for the write lock before reporting BUSY (-> 503).
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Server-side bound on any one PostgreSQL statement; providers give up on a
-/// delivery after 10-30 s anyway, and a timeout is answered 503 (retry).
-const PG_STATEMENT_TIMEOUT: &str = "15s";
 
 impl Store {
     /// Opens the database named by `url`: `sqlite:` (file created if missing,
@@ -63,7 +63,7 @@ impl Store {
                 // FULL: a commit we answered 200 for must survive a power cut,
                 // or the provider never redelivers and the credit is lost.
                 .synchronous(SqliteSynchronous::Full)
-                .busy_timeout(SQLITE_BUSY_TIMEOUT)
+                .busy_timeout(settings.busy_timeout)
                 .foreign_keys(true);
             if let Some(dir) = options
                 .get_filename()
@@ -82,9 +82,10 @@ impl Store {
                 .map_err(connect_error)?;
             Ok(Store::Sqlite(pool))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            let timeout_ms = settings.statement_timeout.as_millis().to_string();
             let options = PgConnectOptions::from_str(url)
                 .map_err(connect_error)?
-                .options([("statement_timeout", PG_STATEMENT_TIMEOUT)]);
+                .options([("statement_timeout", timeout_ms.as_str())]);
             let pool = PgPoolOptions::new()
                 .max_connections(settings.max_connections)
                 .acquire_timeout(settings.acquire_timeout)

@@ -96,6 +96,13 @@ left join ledger_entries l on l.intent_id = i.intent_id
 where i.status = 'applied' and l.entry_id is null
 order by i.intent_id";
 
+/// Keys stored twice. The unique constraints make this impossible; the check
+/// proves the constraints are in place on this database.
+const DUPLICATE_KEYS: &str = "
+select source, event_id from intents group by source, event_id having count(*) > 1
+union all
+select source, event_id from ledger_entries group by source, event_id having count(*) > 1";
+
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
     pub source: Option<String>,
@@ -121,6 +128,10 @@ pub enum Violation {
         event_id: String,
     },
     AppliedIntentWithoutEntry {
+        source: String,
+        event_id: String,
+    },
+    DuplicateKey {
         source: String,
         event_id: String,
     },
@@ -190,13 +201,16 @@ impl Store {
             .await)?)
     }
 
-    /// Checks that balance = sum of ledger for every (account, currency), and
-    /// that ledger entries and applied intents correspond one to one.
+    /// Checks that balance = sum of ledger for every (account, currency), that
+    /// ledger entries and applied intents correspond one to one, and that no
+    /// (source, event_id) is stored twice.
     pub async fn check_invariants(&self) -> Result<Vec<Violation>, StoreError> {
         let mismatches: Vec<(String, String, i64, i64)> =
             on_pool!(self, pool => sqlx::query_as(BALANCE_MISMATCHES).fetch_all(pool).await)?;
         let orphans: Vec<(String, String)> =
             on_pool!(self, pool => sqlx::query_as(ORPHAN_ENTRIES).fetch_all(pool).await)?;
+        let duplicates: Vec<(String, String)> =
+            on_pool!(self, pool => sqlx::query_as(DUPLICATE_KEYS).fetch_all(pool).await)?;
         let unposted: Vec<(String, String)> =
             on_pool!(self, pool => sqlx::query_as(UNPOSTED_INTENTS).fetch_all(pool).await)?;
         let mismatches =
@@ -216,6 +230,13 @@ impl Store {
         let unposted = unposted
             .into_iter()
             .map(|(source, event_id)| Violation::AppliedIntentWithoutEntry { source, event_id });
-        Ok(mismatches.chain(orphans).chain(unposted).collect())
+        let duplicates = duplicates
+            .into_iter()
+            .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
+        Ok(mismatches
+            .chain(orphans)
+            .chain(unposted)
+            .chain(duplicates)
+            .collect())
     }
 }

@@ -1,0 +1,264 @@
+//! The minimal admin page: login, escaping, and actions protected against
+//! cross-site requests.
+
+use reqwest::{Response, StatusCode};
+
+use crate::helpers::{ADMIN_TOKEN, Backend, TestApp, credit_seq, json_with_status};
+
+/// Logs in through the form; returns the `Cookie` header value.
+async fn login(app: &TestApp) -> String {
+    let response = app
+        .client
+        .post(app.url("/admin/login"))
+        .header("origin", &app.address)
+        .form(&[("token", ADMIN_TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let set_cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/admin", "Max-Age="] {
+        assert!(
+            set_cookie.contains(attribute),
+            "{attribute} missing: {set_cookie}"
+        );
+    }
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn page(app: &TestApp, path: &str, cookie: &str) -> String {
+    let response = app
+        .client
+        .get(app.url(path))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert!(
+        response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'none'")
+    );
+    response.text().await.unwrap()
+}
+
+/// The CSRF token embedded in a page's forms.
+fn csrf_in(html: &str) -> String {
+    let marker = r#"name="csrf" value=""#;
+    let start = html.find(marker).expect("page has a form") + marker.len();
+    html[start..].split('"').next().unwrap().to_owned()
+}
+
+async fn post_form(
+    app: &TestApp,
+    path: &str,
+    cookie: &str,
+    origin: Option<&str>,
+    fields: &[(&str, &str)],
+) -> Response {
+    let mut request = app
+        .client
+        .post(app.url(path))
+        .header("cookie", cookie)
+        .form(fields);
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap()
+}
+
+async fn login_is_required_and_checked(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let anonymous = app
+        .client
+        .get(app.url("/admin"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(anonymous.contains("Sign in") && !anonymous.contains("Recent events"));
+    let wrong = app
+        .client
+        .post(app.url("/admin/login"))
+        .form(&[("token", "nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let forged = app
+        .client
+        .get(app.url("/admin"))
+        .header("cookie", "hookledger_session=99999999999.aa.bb")
+        .send()
+        .await
+        .unwrap();
+    assert!(forged.text().await.unwrap().contains("Sign in"));
+    let cross_site_login = app
+        .client
+        .post(app.url("/admin/login"))
+        .header("origin", "https://evil.example")
+        .form(&[("token", ADMIN_TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross_site_login.status(), StatusCode::FORBIDDEN);
+    let cookie = login(&app).await;
+    assert!(
+        page(&app, "/admin", &cookie)
+            .await
+            .contains("Recent events")
+    );
+    // Scripts may use the bearer token on pages too.
+    let scripted = app
+        .client
+        .get(app.url("/admin"))
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(scripted.text().await.unwrap().contains("Recent events"));
+    let logout = post_form(
+        &app,
+        "/admin/logout",
+        &cookie,
+        Some(&app.address),
+        &[("csrf", &csrf_in(&page(&app, "/admin", &cookie).await))],
+    )
+    .await;
+    assert_eq!(logout.status(), StatusCode::SEE_OTHER);
+    assert!(
+        logout.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+}
+
+/// The script tag is on the page as text (escaped by name or by number).
+fn shows_escaped_script(html: &str) -> bool {
+    html.contains("&lt;script&gt;alert(1)") || html.contains("&#60;script&#62;alert(1)")
+}
+
+async fn payloads_render_as_text(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let script = "<script>alert(1)</script>";
+    let body = serde_json::json!({
+        "type": script,
+        "data": {"account_id": script, "note": script},
+    });
+    let id = "msg_<b>1</b>/x";
+    json_with_status(
+        app.deliver_body("demo", id, body.to_string().as_bytes())
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        !dashboard.contains("<script>") && !dashboard.contains("<b>1</b>"),
+        "unescaped: {dashboard}"
+    );
+    assert!(shows_escaped_script(&dashboard), "{dashboard}");
+    let detail = page(
+        &app,
+        "/admin/events/demo/msg_%3Cb%3E1%3C%2Fb%3E%2Fx",
+        &cookie,
+    )
+    .await;
+    assert!(!detail.contains("<script>"), "unescaped: {detail}");
+    assert!(shows_escaped_script(&detail), "{detail}");
+}
+
+async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 2)).await;
+    app.send_ok(&credit_seq("msg_2", "acct_1", 250, 1)).await;
+    let cookie = login(&app).await;
+    let detail = page(&app, "/admin/events/demo/msg_2", &cookie).await;
+    assert!(detail.contains("Apply USD 2.50 to acct_1"), "{detail}");
+    let csrf = csrf_in(&detail);
+    let apply = "/admin/events/demo/msg_2/apply";
+
+    let no_token = post_form(&app, apply, &cookie, Some(&app.address), &[("note", "x")]).await;
+    assert_eq!(no_token.status(), StatusCode::FORBIDDEN);
+    let wrong_token = post_form(
+        &app,
+        apply,
+        &cookie,
+        Some(&app.address),
+        &[("csrf", "00"), ("note", "x")],
+    )
+    .await;
+    assert_eq!(wrong_token.status(), StatusCode::FORBIDDEN);
+    let cross_site = post_form(
+        &app,
+        apply,
+        &cookie,
+        Some("https://evil.example"),
+        &[("csrf", &csrf), ("note", "x")],
+    )
+    .await;
+    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
+    let no_session = post_form(
+        &app,
+        apply,
+        "",
+        Some(&app.address),
+        &[("csrf", &csrf), ("note", "x")],
+    )
+    .await;
+    assert_eq!(no_session.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.balance("acct_1", "USD").await,
+        1000,
+        "no refused request moved money"
+    );
+
+    let ok = post_form(
+        &app,
+        apply,
+        &cookie,
+        Some(&app.address),
+        &[("csrf", &csrf), ("note", "late delivery")],
+    )
+    .await;
+    assert_eq!(ok.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        ok.headers()["location"],
+        "/admin/events/demo/msg_2?done=apply"
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    let after = page(&app, "/admin/events/demo/msg_2?done=apply", &cookie).await;
+    assert!(
+        after.contains("Applied")
+            && after.contains("late delivery")
+            && after.contains("admin (browser)")
+    );
+    let twice = post_form(
+        &app,
+        apply,
+        &cookie,
+        Some(&app.address),
+        &[("csrf", &csrf), ("note", "again")],
+    )
+    .await;
+    assert_eq!(twice.status(), StatusCode::CONFLICT);
+    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    app.assert_invariants().await;
+}
+
+both_backends!(
+    login_is_required_and_checked,
+    payloads_render_as_text,
+    actions_need_csrf_token_and_same_origin,
+);

@@ -1,0 +1,167 @@
+//! Events that move money, and events that do not.
+
+use hookledger::providers::Sample;
+use reqwest::StatusCode;
+
+use crate::helpers::{Backend, DEMO_SECRET, Options, TestApp, credit, json_with_status};
+
+async fn a_credit_is_applied(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let answer = app.send_ok(&credit("msg_1", "acct_1", 1500)).await;
+    assert_eq!(
+        answer,
+        serde_json::json!({"status": "applied", "duplicate": false, "event_id": "msg_1"})
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 1500);
+    let entries = app.entries("acct_1").await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["source"], "demo");
+    assert_eq!(entries[0]["event_id"], "msg_1");
+    assert_eq!(entries[0]["amount_minor"], 1500);
+    assert_eq!(entries[0]["balance_after_minor"], 1500);
+    assert_eq!(entries[0]["operator_applied"], false);
+    let event = app.event("demo", "msg_1").await;
+    assert_eq!(event["status"], "applied");
+    assert_eq!(event["deliveries"], 1);
+    assert_eq!(event["conflicts"], 0);
+    assert_eq!(event["account_id"], "acct_1");
+    assert_eq!(event["currency"], "USD");
+    assert_eq!(event["amount_minor"], 1500);
+    assert_eq!(event["sequence"], crate::helpers::now().timestamp());
+    assert_eq!(event["payload_sha256"].as_str().unwrap().len(), 64);
+    assert!(
+        event["payload"]
+            .as_str()
+            .unwrap()
+            .contains("\"balance.credit\"")
+    );
+    app.assert_invariants().await;
+}
+
+async fn a_debit_lowers_the_balance(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 1500)).await;
+    let debit = Sample {
+        event_type: Some("balance.debit".into()),
+        ..credit("msg_2", "acct_1", 400)
+    };
+    let answer = app.send_ok(&debit).await;
+    assert_eq!(answer["status"], "applied");
+    assert_eq!(app.balance("acct_1", "USD").await, 1100);
+    let entries = app.entries("acct_1").await;
+    assert_eq!(entries[0]["amount_minor"], -400, "newest first, signed");
+    assert_eq!(entries[0]["balance_after_minor"], 1100);
+    assert_eq!(app.event("demo", "msg_2").await["amount_minor"], -400);
+    app.assert_invariants().await;
+}
+
+async fn currencies_are_separate_balances(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 1500)).await;
+    app.send_ok(&Sample {
+        currency: "jpy".into(),
+        ..credit("msg_2", "acct_1", 700)
+    })
+    .await;
+    assert_eq!(app.balance("acct_1", "USD").await, 1500);
+    assert_eq!(app.balance("acct_1", "JPY").await, 700);
+    app.assert_invariants().await;
+}
+
+async fn other_types_are_ignored(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let sample = Sample {
+        event_type: Some("customer.updated".into()),
+        ..credit("msg_1", "acct_1", 1500)
+    };
+    let answer = app.send_ok(&sample).await;
+    assert_eq!(answer["status"], "ignored");
+    assert_eq!(answer["duplicate"], false);
+    assert_eq!(app.balance("acct_1", "USD").await, 0);
+    let event = app.event("demo", "msg_1").await;
+    assert_eq!(event["status"], "ignored");
+    assert_eq!(event["event_type"], "customer.updated");
+    assert!(event["account_id"].is_null());
+    app.assert_invariants().await;
+}
+
+async fn an_inapplicable_credit_is_rejected_and_held(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let answer = app
+        .send_ok(&Sample {
+            currency: "XXX".into(),
+            ..credit("msg_1", "acct_1", 1500)
+        })
+        .await;
+    assert_eq!(answer["status"], "rejected");
+    let event = app.event("demo", "msg_1").await;
+    assert_eq!(
+        event["reason"],
+        "currency \"XXX\" has no minor unit (it is not money)"
+    );
+    assert_eq!(
+        event["account_id"], "acct_1",
+        "the valid parts are kept for the operator"
+    );
+    assert_eq!(event["amount_minor"], 1500);
+    assert!(event["currency"].is_null());
+    assert_eq!(app.balance("acct_1", "USD").await, 0);
+    let held = json_with_status(
+        app.admin_get("/admin/api/events?status=rejected").await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(held["events"].as_array().unwrap().len(), 1);
+    app.assert_invariants().await;
+}
+
+async fn the_account_path_is_configurable(backend: Backend) {
+    let custom = r#"
+[[sources]]
+name = "custom"
+kind = "standard-webhooks"
+secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+account_path = "data.customer.reference"
+"#;
+    let options = Options {
+        extra_sources: custom,
+        ..Default::default()
+    };
+    let app = TestApp::spawn_with(backend, options).await;
+    let body = r#"{"type":"balance.credit","data":{"customer":{"reference":"acct_9"},"amount_minor":250,"currency":"EUR"}}"#;
+    let answer = json_with_status(
+        app.deliver_body("custom", "msg_1", body.as_bytes()).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(answer["status"], "applied");
+    assert_eq!(app.balance("acct_9", "EUR").await, 250);
+    // The standard sample puts the account at data.account_id, not here.
+    let response = app
+        .deliver(
+            "custom",
+            "standard-webhooks",
+            DEMO_SECRET,
+            &credit("msg_2", "acct_1", 5),
+        )
+        .await;
+    assert_eq!(
+        json_with_status(response, StatusCode::OK).await["status"],
+        "rejected"
+    );
+    let reason = app.event("custom", "msg_2").await["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(reason, "no account id at data.customer.reference");
+    app.assert_invariants().await;
+}
+
+both_backends!(
+    a_credit_is_applied,
+    a_debit_lowers_the_balance,
+    currencies_are_separate_balances,
+    other_types_are_ignored,
+    an_inapplicable_credit_is_rejected_and_held,
+    the_account_path_is_configurable,
+);

@@ -1,0 +1,380 @@
+//! The test harness: spawns the real server on port 0 against a fresh
+//! database (a temporary SQLite file, or a newly created PostgreSQL database),
+//! signs requests with the same code as `hookledger send`, and checks the
+//! ledger invariants after every scenario.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeZone, Utc};
+use hookledger::cli::{SignedRequest, sign_body, signed_sample};
+use hookledger::clock::ManualClock;
+use hookledger::config::from_toml;
+use hookledger::providers::Sample;
+use hookledger::secret::Secret;
+use hookledger::startup::Application;
+use hookledger::store::Store;
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+
+use crate::postgres::TestDatabase;
+
+/// Secrets of the sources every test app has.
+pub const DEMO_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+pub const DEMO_OLD_SECRET: &str = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+pub const ROTATED_OUT_SECRET: &str = "whsec_dGhpcyBvbmUgd2FzIHJldGlyZWQgbG9uZyBhZ28=";
+pub const STRIPE_SECRET: &str = "whsec_stripe_test_secret";
+pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
+
+/// The fixed "now" of every test app.
+pub fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
+}
+
+#[derive(Debug, Clone)]
+pub enum Backend {
+    Sqlite,
+    Postgres(String),
+}
+
+impl Backend {
+    /// The PostgreSQL backend, if `HOOKLEDGER_TEST_POSTGRES_URL` is set. When
+    /// it is not: under CI this fails the test; locally it says it skipped.
+    pub fn postgres_or_skip(test: &str) -> Option<Backend> {
+        match std::env::var("HOOKLEDGER_TEST_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => Some(Backend::Postgres(url)),
+            _ if std::env::var_os("CI").is_some() => {
+                panic!("CI is set but HOOKLEDGER_TEST_POSTGRES_URL is not: {test} cannot run")
+            }
+            _ => {
+                eprintln!("SKIPPED {test} on PostgreSQL: HOOKLEDGER_TEST_POSTGRES_URL is not set");
+                None
+            }
+        }
+    }
+}
+
+/// Stamps each named scenario `async fn name(backend: Backend)` into a
+/// `sqlite::name` and a `postgres::name` test.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let test = concat!(module_path!(), "::", stringify!($name));
+                    if let Some(backend) = $crate::helpers::Backend::postgres_or_skip(test) {
+                        super::$name(backend).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// The config every test app starts from, with `options` spliced in.
+pub fn base_config(database_url: &str, options: &Options<'_>) -> String {
+    let Options {
+        top_level,
+        database,
+        extra_sources,
+    } = options;
+    format!(
+        r#"
+listen = "127.0.0.1:0"
+database_url = "{database_url}"
+workers = 2
+{top_level}
+
+[database]
+max_connections = 8
+{database}
+
+[admin]
+token = "{ADMIN_TOKEN}"
+
+[[sources]]
+name = "demo"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}", "{DEMO_OLD_SECRET}"]
+
+[[sources]]
+name = "stripe"
+kind = "stripe"
+secrets = ["{STRIPE_SECRET}"]
+
+[[sources]]
+name = "lenient"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+on_stale = "apply"
+{extra_sources}
+"#
+    )
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub clock: Arc<ManualClock>,
+    pub database_url: String,
+    store: Store,
+    _sqlite_dir: Option<tempfile::TempDir>,
+    _postgres: Option<TestDatabase>,
+}
+
+/// Options for [`TestApp::spawn_with`]: config lines to add at the top
+/// level, in `[database]`, and after the standard sources.
+#[derive(Default)]
+pub struct Options<'a> {
+    pub top_level: &'a str,
+    pub database: &'a str,
+    pub extra_sources: &'a str,
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> TestApp {
+        Self::spawn_with(backend, Options::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, options: Options<'_>) -> TestApp {
+        let (database_url, sqlite_dir, postgres) = match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}/hookledger.db", dir.path().display());
+                (url, Some(dir), None)
+            }
+            Backend::Postgres(server_url) => {
+                let database = TestDatabase::create(&server_url).await;
+                (database.url.clone(), None, Some(database))
+            }
+        };
+        let text = base_config(&database_url, &options);
+        let config = from_toml(&text, &|_| None).expect("test config is valid");
+        let clock = Arc::new(ManualClock::new(now()));
+        let app = Application::build(config, clock.clone())
+            .await
+            .expect("app starts");
+        let address = format!("http://127.0.0.1:{}", app.port());
+        let store = app.store().clone();
+        tokio::spawn(app.run_until_stopped());
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        TestApp {
+            address,
+            client,
+            clock,
+            database_url,
+            store,
+            _sqlite_dir: sqlite_dir,
+            _postgres: postgres,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// POSTs a signed request to `/webhooks/{source}`.
+    pub async fn post_signed(&self, source: &str, signed: &SignedRequest) -> Response {
+        let mut request = self
+            .client
+            .post(self.url(&format!("/webhooks/{source}")))
+            .header("content-type", "application/json")
+            .body(signed.body.clone());
+        for (name, value) in &signed.headers {
+            request = request.header(*name, value);
+        }
+        request.send().await.expect("request sent")
+    }
+
+    /// Signs `sample` as a `kind` sender with `secret` and delivers it.
+    pub async fn deliver(
+        &self,
+        source: &str,
+        kind: &str,
+        secret: &str,
+        sample: &Sample,
+    ) -> Response {
+        let signed = signed_sample(kind, &Secret::new(secret), sample).expect("sample signs");
+        self.post_signed(source, &signed).await
+    }
+
+    /// Signs an arbitrary body as a Standard Webhooks sender with the demo
+    /// secret at the test clock's time, and delivers it to `source`.
+    pub async fn deliver_body(&self, source: &str, event_id: &str, body: &[u8]) -> Response {
+        self.deliver_body_at(source, event_id, body, now().timestamp())
+            .await
+    }
+
+    /// As [`TestApp::deliver_body`], signed at `timestamp`.
+    pub async fn deliver_body_at(
+        &self,
+        source: &str,
+        event_id: &str,
+        body: &[u8],
+        timestamp: i64,
+    ) -> Response {
+        let signed = sign_body(
+            "standard-webhooks",
+            &Secret::new(DEMO_SECRET),
+            body.to_vec(),
+            event_id,
+            timestamp,
+        )
+        .expect("body signs");
+        self.post_signed(source, &signed).await
+    }
+
+    /// Delivers a Standard Webhooks sample to the `demo` source, expects 200
+    /// and returns the JSON answer.
+    pub async fn send_ok(&self, sample: &Sample) -> Value {
+        let response = self
+            .deliver("demo", "standard-webhooks", DEMO_SECRET, sample)
+            .await;
+        json_with_status(response, StatusCode::OK).await
+    }
+
+    pub async fn admin_get(&self, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn admin_post(&self, path: &str, body: &str) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// The stored event, through the admin API.
+    pub async fn event(&self, source: &str, event_id: &str) -> Value {
+        let response = self
+            .admin_get(&format!("/admin/api/events/{source}/{event_id}"))
+            .await;
+        json_with_status(response, StatusCode::OK).await
+    }
+
+    /// The events the admin API lists (newest first, up to 500).
+    pub async fn events(&self) -> Vec<Value> {
+        let response = self.admin_get("/admin/api/events?limit=500").await;
+        let body = json_with_status(response, StatusCode::OK).await;
+        body["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The balance in minor units, 0 for an account never credited.
+    pub async fn balance(&self, account: &str, currency: &str) -> i64 {
+        let response = self
+            .admin_get(&format!("/admin/api/accounts/{account}"))
+            .await;
+        if response.status() == StatusCode::NOT_FOUND {
+            return 0;
+        }
+        let body = json_with_status(response, StatusCode::OK).await;
+        body["balances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["currency"] == currency)
+            .map_or(0, |b| b["balance_minor"].as_i64().unwrap())
+    }
+
+    /// The ledger entries of an account, newest first.
+    pub async fn entries(&self, account: &str) -> Vec<Value> {
+        let response = self
+            .admin_get(&format!("/admin/api/accounts/{account}?limit=500"))
+            .await;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Vec::new();
+        }
+        let body = json_with_status(response, StatusCode::OK).await;
+        body["entries"].as_array().cloned().unwrap()
+    }
+
+    /// Balance = sum of ledger for every (account, currency); ledger entries
+    /// and applied intents one to one; no key stored twice.
+    pub async fn assert_invariants(&self) {
+        let violations = self.store.check_invariants().await.expect("check runs");
+        assert!(
+            violations.is_empty(),
+            "ledger invariants violated: {violations:#?}"
+        );
+    }
+}
+
+/// A Standard Webhooks credit sample signed at the test clock's time.
+pub fn credit(event_id: &str, account: &str, amount_minor: i64) -> Sample {
+    Sample {
+        event_id: event_id.to_owned(),
+        event_type: None,
+        account_id: account.to_owned(),
+        amount_minor,
+        currency: "USD".to_owned(),
+        sequence: None,
+        timestamp: now().timestamp(),
+    }
+}
+
+/// A credit whose event happened (and was first signed) at `timestamp`.
+pub fn credit_at(event_id: &str, account: &str, amount_minor: i64, timestamp: i64) -> Sample {
+    Sample {
+        timestamp,
+        ..credit(event_id, account, amount_minor)
+    }
+}
+
+/// The body a Standard Webhooks sender would send for `sample`.
+pub fn body_of(sample: &Sample) -> Vec<u8> {
+    hookledger::providers::provider_for("standard-webhooks")
+        .unwrap()
+        .sample_body(sample)
+}
+
+/// Like [`credit`] with an explicit sequence.
+pub fn credit_seq(event_id: &str, account: &str, amount_minor: i64, sequence: i64) -> Sample {
+    Sample {
+        sequence: Some(sequence),
+        ..credit(event_id, account, amount_minor)
+    }
+}
+
+/// Asserts the status and returns the JSON body, showing the body on failure.
+pub async fn json_with_status(response: Response, expected: StatusCode) -> Value {
+    let status = response.status();
+    let text = response.text().await.expect("body");
+    assert_eq!(status, expected, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
+}
+
+/// Asserts an error answer: status and stable error code.
+pub async fn assert_error(response: Response, expected: StatusCode, code: &str) -> Value {
+    let body = json_with_status(response, expected).await;
+    assert_eq!(body["error"], code, "unexpected error body: {body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "no message: {body}"
+    );
+    body
+}

@@ -1,0 +1,18 @@
+//! The HTTP test suite: every scenario runs through the real server, once on
+//! SQLite and once on PostgreSQL (`sqlite::` and `postgres::` in test names).
+
+#[macro_use]
+mod helpers;
+mod locker;
+mod postgres;
+
+mod admin_api;
+mod admin_page;
+mod bad_input;
+mod concurrency;
+mod credits;
+mod duplicates;
+mod health;
+mod ordering;
+mod schema;
+mod stripe;

@@ -1,0 +1,98 @@
+//! A freshly created PostgreSQL database per test, dropped when the test ends
+//! (also when it panics).
+
+use std::str::FromStr;
+
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+
+pub struct TestDatabase {
+    pub url: String,
+    server_url: String,
+    name: String,
+}
+
+/// `url` with its database name replaced by `database`.
+fn with_database(url: &str, database: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("URL has a scheme");
+    let (authority, query) = match rest.split_once('/') {
+        Some((authority, path)) => (authority, path.split_once('?').map(|(_, q)| q)),
+        None => (
+            rest.split_once('?').map_or(rest, |(a, _)| a),
+            rest.split_once('?').map(|(_, q)| q),
+        ),
+    };
+    match query {
+        Some(query) => format!("{scheme}://{authority}/{database}?{query}"),
+        None => format!("{scheme}://{authority}/{database}"),
+    }
+}
+
+async fn admin_connection(server_url: &str) -> PgConnection {
+    let options =
+        PgConnectOptions::from_str(server_url).expect("valid HOOKLEDGER_TEST_POSTGRES_URL");
+    PgConnection::connect_with(&options)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to HOOKLEDGER_TEST_POSTGRES_URL: {e}"))
+}
+
+impl TestDatabase {
+    pub async fn create(server_url: &str) -> TestDatabase {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).unwrap();
+        let name = format!("hookledger_test_{}", hex::encode(bytes));
+        let mut connection = admin_connection(server_url).await;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
+            .execute(&mut connection)
+            .await
+            .expect("create test database");
+        TestDatabase {
+            url: with_database(server_url, &name),
+            server_url: server_url.to_owned(),
+            name,
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let server_url = self.server_url.clone();
+        let name = self.name.clone();
+        // Drop runs inside the test's runtime, which cannot block on async
+        // work; a separate thread with its own runtime can.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut connection = admin_connection(&server_url).await;
+                let sql = format!("drop database if exists {name} with (force)");
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                    .execute(&mut connection)
+                    .await
+                    .map(drop)
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test database {}", self.name);
+        }
+    }
+}
+
+#[test]
+fn database_names_are_replaced_in_urls() {
+    assert_eq!(
+        with_database("postgres://u@h:5432/postgres", "x"),
+        "postgres://u@h:5432/x"
+    );
+    assert_eq!(
+        with_database("postgres://u@h:5432", "x"),
+        "postgres://u@h:5432/x"
+    );
+    assert_eq!(
+        with_database("postgres://u@h/db?sslmode=disable", "x"),
+        "postgres://u@h/x?sslmode=disable"
+    );
+}

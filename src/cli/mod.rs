@@ -140,6 +140,9 @@ impl Banner {
             println!(
                 "  try it               cargo run --release -- send --url {base}/webhooks/demo --secret {secret} --account acct_1 --amount 1500 --currency USD"
             );
+            println!(
+                "  note                 no config file, so the demo source is on; write hookledger.toml (see hookledger.example.toml) for real sources"
+            );
         }
     }
 }

@@ -169,3 +169,22 @@ fn without_a_file_a_demo_source_and_token_are_generated_and_kept() {
     assert_eq!(first.admin.token, second.admin.token);
     assert_eq!(first.sources[0].keys, second.sources[0].keys);
 }
+
+#[test]
+fn the_example_config_is_valid() {
+    let text = include_str!("../../hookledger.example.toml");
+    let env = with_env(&[
+        ("HOOKLEDGER_ADMIN_TOKEN_VALUE", TOKEN),
+        ("STRIPE_WEBHOOK_SECRET", "whsec_current"),
+        ("STRIPE_WEBHOOK_SECRET_PREVIOUS", "whsec_previous"),
+        (
+            "BILLING_WEBHOOK_SECRET",
+            "whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4",
+        ),
+    ]);
+    let config = from_toml(text, &env).unwrap();
+    let names: Vec<_> = config.sources.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["stripe", "billing"]);
+    assert_eq!(config.sources[0].keys.len(), 2);
+    assert!(config.database_url.starts_with("sqlite://"));
+}

@@ -26,6 +26,8 @@ pub struct Outcome {
     pub event_id: EventId,
     pub status: Status,
     pub duplicate: bool,
+    /// A redelivery whose body differs from the stored one.
+    pub conflict: bool,
 }
 
 /// The raw delivery the event was mapped from.
@@ -39,6 +41,31 @@ pub async fn ingest(
     store: &Store,
     source: &Source,
     event: &NormalisedEvent,
+    raw: &RawDelivery<'_>,
+) -> Result<Outcome, StoreError> {
+    match run(store, source, event, &event.movement, raw).await {
+        Err(StoreError::BalanceLimit { .. }) => {
+            // The whole transaction rolled back. Record the event as rejected
+            // instead, so it is held for an operator rather than answered 500
+            // and retried until the provider gives up.
+            let Movement::Post(posting) = &event.movement else {
+                unreachable!("only a posting touches a balance");
+            };
+            let held = Movement::Rejected(
+                posting.reject("the balance would leave the supported range (±2^62 minor units)"),
+            );
+            run(store, source, event, &held, raw).await
+        }
+        outcome => outcome,
+    }
+}
+
+/// One attempt: the transaction for `event` with `movement`.
+async fn run(
+    store: &Store,
+    source: &Source,
+    event: &NormalisedEvent,
+    movement: &Movement,
     raw: &RawDelivery<'_>,
 ) -> Result<Outcome, StoreError> {
     let source_name = source.name.as_str();
@@ -59,7 +86,7 @@ pub async fn ingest(
         payload: raw.payload,
         received_at: now,
     };
-    match &event.movement {
+    match movement {
         Movement::None => {}
         Movement::Rejected(rejection) => {
             intent.status = Status::Rejected;
@@ -77,20 +104,22 @@ pub async fn ingest(
             intent.sequence = Some(posting.sequence);
         }
     }
+    let outcome = |status, duplicate, conflict| Outcome {
+        event_id: event.event_id.clone(),
+        status,
+        duplicate,
+        conflict,
+    };
 
     let mut tx = store.begin().await?;
     let intent_id = match tx.insert_intent(&intent).await? {
-        IntentUpsert::Duplicate { status } => {
+        IntentUpsert::Duplicate { status, conflict } => {
             tx.commit().await?;
-            return Ok(Outcome {
-                event_id: event.event_id.clone(),
-                status,
-                duplicate: true,
-            });
+            return Ok(outcome(status, true, conflict));
         }
         IntentUpsert::Inserted { intent_id } => intent_id,
     };
-    let status = match &event.movement {
+    let status = match movement {
         Movement::None => Status::Ignored,
         Movement::Rejected(_) => Status::Rejected,
         Movement::Post(posting) => {
@@ -131,11 +160,7 @@ pub async fn ingest(
         }
     };
     tx.commit().await?;
-    Ok(Outcome {
-        event_id: event.event_id.clone(),
-        status,
-        duplicate: false,
-    })
+    Ok(outcome(status, false, false))
 }
 
 /// A balance movement about to be posted, by ingest or by an operator.

@@ -64,6 +64,14 @@ pub async fn receive(
         outcome.status.as_str()
     };
     context.metrics.delivery(source_name, label);
+    if outcome.conflict {
+        context.metrics.delivery(source_name, "conflict");
+        tracing::warn!(
+            source = source_name,
+            event_id = outcome.event_id.as_str(),
+            "redelivery with a different body; the original payload is kept"
+        );
+    }
     tracing::info!(
         source = source_name,
         event_id = outcome.event_id.as_str(),

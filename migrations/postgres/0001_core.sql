@@ -24,7 +24,11 @@ create table intents (
     payload            text        not null,
     first_received_at  timestamptz not null,
     last_received_at   timestamptz not null,
-    unique (source, event_id)
+    unique (source, event_id),
+    -- A posting (applied or held as stale) always knows what it moves.
+    check (status not in ('applied', 'stale')
+        or (account_id is not null and currency is not null
+            and amount_minor is not null and event_sequence is not null))
 );
 create index intents_by_status on intents (status, intent_id);
 create index intents_by_source on intents (source, intent_id);
@@ -42,7 +46,9 @@ create table sequence_guards (
 create table balances (
     account_id     text        not null,
     currency       text        not null,
-    balance_minor  bigint      not null,
+    balance_minor  bigint not null
+        -- Keeps every sum exact: see UPSERT_BALANCE in src/store/write.rs.
+        check (balance_minor between -4611686018427387904 and 4611686018427387904),
     updated_at     timestamptz not null,
     primary key (account_id, currency)
 );
@@ -61,7 +67,8 @@ create table ledger_entries (
     object_id            text,
     operator_applied     boolean     not null,
     created_at           timestamptz not null,
-    unique (source, event_id)
+    unique (source, event_id),
+    unique (intent_id)
 );
 create index ledger_entries_by_account on ledger_entries (account_id, entry_id);
 

@@ -52,6 +52,17 @@ impl Posting {
     pub fn signed_amount(&self) -> i64 {
         signed(self.direction, self.amount.minor())
     }
+
+    /// The same movement, held as not applicable for `reason`.
+    pub fn reject(&self, reason: &str) -> Rejection {
+        Rejection {
+            reason: reason.to_owned(),
+            account: Some(self.account.clone()),
+            currency: Some(self.currency),
+            signed_amount: Some(self.signed_amount()),
+            sequence: Some(self.sequence),
+        }
+    }
 }
 
 /// A movement that cannot be applied, with whatever parts of it were valid,

@@ -75,7 +75,9 @@ fn log_chain(context: &str, error: &(dyn std::error::Error + 'static)) {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         if error.is_transient() {
-            tracing::warn!("database unavailable: {error}");
+            // Answered 503 so the provider retries, but an operator should
+            // know: the database is down, full or overloaded.
+            log_chain("database unavailable", &error);
             ApiError::Unavailable
         } else {
             log_chain("database failure", &error);

@@ -43,6 +43,7 @@ fn is_transient(error: &sqlx::Error) -> bool {
         | sqlx::Error::PoolClosed
         | sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => {
             let Some(code) = db.code() else { return false };
@@ -57,20 +58,23 @@ fn is_transient(error: &sqlx::Error) -> bool {
 }
 
 /// SQLite reports its extended result code; the low byte is the primary
-/// code: BUSY, LOCKED, IOERR, FULL, CANTOPEN.
+/// code: NOMEM, BUSY, LOCKED, IOERR, FULL, CANTOPEN, PROTOCOL (a WAL lock
+/// race SQLite says to retry), plus the READONLY cases caused by recovery or
+/// locking rather than by the file.
 fn is_transient_sqlite(extended: i32) -> bool {
-    matches!(extended & 0xff, 5 | 6 | 10 | 13 | 14)
+    matches!(extended & 0xff, 5 | 6 | 7 | 10 | 13 | 14 | 15) || matches!(extended, 264 | 520)
 }
 
-/// PostgreSQL SQLSTATEs: connection exceptions (08), serialization failure
-/// and deadlock (40001, 40P01), insufficient resources (53), operator
-/// intervention such as shutdown or statement timeout (57), lock not
-/// available (55P03).
+/// PostgreSQL SQLSTATEs: connection exceptions (08), read-only transaction
+/// (25006, a replica after failover), serialization failure and deadlock
+/// (40001, 40P01), insufficient resources (53), lock not available (55P03),
+/// operator intervention such as shutdown or statement timeout (57), and
+/// I/O error (58030).
 fn is_transient_sqlstate(code: &str) -> bool {
     code.starts_with("08")
         || code.starts_with("53")
         || code.starts_with("57")
-        || matches!(code, "40001" | "40P01" | "55P03")
+        || matches!(code, "25006" | "40001" | "40P01" | "55P03" | "58030")
 }
 
 #[cfg(test)]
@@ -79,10 +83,10 @@ mod tests {
 
     #[test]
     fn classifies_backend_codes() {
-        for transient in [5, 517, 6, 262, 13, 10, 3338] {
+        for transient in [5, 517, 6, 262, 13, 10, 3338, 15, 264] {
             assert!(is_transient_sqlite(transient), "{transient}");
         }
-        for permanent in [19, 2067, 1, 1555] {
+        for permanent in [19, 2067, 1, 1555, 8, 1032] {
             assert!(!is_transient_sqlite(permanent), "{permanent}");
         }
         for transient in [

@@ -105,7 +105,20 @@ impl Store {
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self {
             Store::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
-            Store::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await?,
+            Store::Postgres(pool) => {
+                // statement_timeout bounds request traffic; a migration, or
+                // waiting for another instance's migration lock, may take
+                // longer. The connection is closed afterwards rather than
+                // returned to the pool with the setting changed.
+                let mut connection = pool.acquire().await?;
+                connection.close_on_drop();
+                sqlx::query("set statement_timeout = 0")
+                    .execute(&mut *connection)
+                    .await?;
+                sqlx::migrate!("migrations/postgres")
+                    .run(&mut *connection)
+                    .await?;
+            }
         }
         Ok(())
     }

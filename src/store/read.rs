@@ -79,14 +79,16 @@ group by account_id, currency
 having sum(balance) <> sum(entry)
 order by account_id, currency";
 
-/// Ledger entries whose intent is missing, not applied, or disagrees.
+/// Ledger entries whose intent is missing, not applied, or disagrees
+/// (`is distinct from`: a NULL on the intent side is a disagreement too).
 const ORPHAN_ENTRIES: &str = "
 select l.source, l.event_id from ledger_entries l
 left join intents i on i.intent_id = l.intent_id
 where i.intent_id is null or i.status <> 'applied'
     or i.source <> l.source or i.event_id <> l.event_id
-    or i.account_id <> l.account_id or i.currency <> l.currency
-    or i.amount_minor <> l.amount_minor
+    or i.account_id is distinct from l.account_id
+    or i.currency is distinct from l.currency
+    or i.amount_minor is distinct from l.amount_minor
 order by l.entry_id";
 
 /// Applied intents without their ledger entry.

@@ -12,6 +12,7 @@ pub(super) struct IntentUpsertRow {
     pub intent_id: i64,
     pub status: String,
     pub deliveries: i64,
+    pub payload_sha256: String,
 }
 
 impl IntentUpsertRow {

@@ -47,7 +47,12 @@ impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
         Ok(match self {
             Store::Sqlite(pool) => WriteTx::Sqlite(pool.begin_with("begin immediate").await?),
-            Store::Postgres(pool) => WriteTx::Postgres(pool.begin().await?),
+            // Explicit, so a server default of REPEATABLE READ or SERIALIZABLE
+            // cannot turn a concurrent duplicate or apply into a 40001 error.
+            Store::Postgres(pool) => WriteTx::Postgres(
+                pool.begin_with("begin isolation level read committed")
+                    .await?,
+            ),
         })
     }
 }
@@ -75,8 +80,9 @@ pub struct NewIntent<'a> {
 pub enum IntentUpsert {
     /// First delivery: the row was inserted with the given status.
     Inserted { intent_id: i64 },
-    /// Redelivery: counted on the existing row, which has this status.
-    Duplicate { status: Status },
+    /// Redelivery: counted on the existing row, which has this status;
+    /// `conflict` if this delivery's body differs from the stored one.
+    Duplicate { status: Status, conflict: bool },
 }
 
 pub struct NewLedgerEntry<'a> {
@@ -128,7 +134,7 @@ set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
         + case when intents.payload_sha256 = excluded.payload_sha256 then 0 else 1 end,
     last_received_at = excluded.last_received_at
-returning intent_id, status, deliveries";
+returning intent_id, status, deliveries, payload_sha256";
 
 /// Moves the guard up to `sequence` unless it is already higher; returns a
 /// row only if the event is in order (sequence >= guard). Check and write are
@@ -214,6 +220,7 @@ impl WriteTx {
         } else {
             IntentUpsert::Duplicate {
                 status: row.status()?,
+                conflict: row.payload_sha256 != new.payload_sha256,
             }
         })
     }

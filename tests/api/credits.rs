@@ -1,6 +1,7 @@
 //! Events that move money, and events that do not.
 
 use hookledger::providers::Sample;
+use hookledger::store::{Store, Violation};
 use reqwest::StatusCode;
 
 use crate::helpers::{Backend, DEMO_SECRET, Options, TestApp, credit, json_with_status};
@@ -157,6 +158,49 @@ account_path = "data.customer.reference"
     app.assert_invariants().await;
 }
 
+/// A posting that would take a balance past ±2^62 is held as rejected (one
+/// transaction rolled back, then the event recorded), not answered 500
+/// forever. The balance is forced near the limit with SQL, which is the one
+/// invariant violation the check must then report.
+async fn a_balance_at_its_limit_holds_the_event(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 100)).await;
+    force_balance(&app, "acct_1", (1i64 << 62) - 50).await;
+    let answer = app.send_ok(&credit("msg_2", "acct_1", 100)).await;
+    assert_eq!(answer["status"], "rejected");
+    let event = app.event("demo", "msg_2").await;
+    assert_eq!(
+        event["reason"],
+        "the balance would leave the supported range (±2^62 minor units)"
+    );
+    assert_eq!(event["amount_minor"], 100);
+    assert_eq!(app.balance("acct_1", "USD").await, (1i64 << 62) - 50);
+    let violations = app.store().check_invariants().await.unwrap();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        matches!(&violations[0], Violation::BalanceMismatch { account_id, .. } if account_id == "acct_1")
+    );
+}
+
+async fn force_balance(app: &TestApp, account: &str, balance: i64) {
+    let sql = "update balances set balance_minor = $1 where account_id = $2";
+    match app.store() {
+        Store::Sqlite(pool) => sqlx::query(sql)
+            .bind(balance)
+            .bind(account)
+            .execute(pool)
+            .await
+            .map(drop),
+        Store::Postgres(pool) => sqlx::query(sql)
+            .bind(balance)
+            .bind(account)
+            .execute(pool)
+            .await
+            .map(drop),
+    }
+    .unwrap();
+}
+
 both_backends!(
     a_credit_is_applied,
     a_debit_lowers_the_balance,
@@ -164,4 +208,5 @@ both_backends!(
     other_types_are_ignored,
     an_inapplicable_credit_is_rejected_and_held,
     the_account_path_is_configurable,
+    a_balance_at_its_limit_holds_the_event,
 );

@@ -61,6 +61,9 @@ async fn a_redelivery_with_another_body_is_a_conflict_and_the_original_is_kept(b
     assert_eq!(event["payload_sha256"], original["payload_sha256"]);
     assert_eq!(event["amount_minor"], 1500);
     assert_eq!(app.balance("acct_1", "USD").await, 1500);
+    let metrics = json_with_status(app.admin_get("/admin/api/metrics").await, StatusCode::OK).await;
+    assert_eq!(metrics["deliveries"]["demo"]["conflict"], 1);
+    assert_eq!(metrics["deliveries"]["demo"]["duplicate"], 1);
     app.assert_invariants().await;
 }
 

@@ -9,6 +9,7 @@ mod postgres;
 mod admin_api;
 mod admin_page;
 mod bad_input;
+mod cli;
 mod concurrency;
 mod credits;
 mod duplicates;

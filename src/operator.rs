@@ -15,6 +15,12 @@ pub enum Action {
 }
 
 impl Action {
+    pub fn parse(text: &str) -> Option<Action> {
+        [Action::Apply, Action::Dismiss]
+            .into_iter()
+            .find(|action| action.as_str() == text)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Apply => "apply",

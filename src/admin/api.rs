@@ -177,38 +177,17 @@ async fn act(
     })))
 }
 
-pub async fn apply_event(
+/// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`.
+pub async fn act_on_event(
     _: BearerAdmin,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    path: Path<(String, String, String)>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let (source, event_id) = path.into_inner();
-    act(
-        &context,
-        Action::Apply,
-        &source,
-        &event_id,
-        parse_note(&body)?.as_deref(),
-    )
-    .await
-}
-
-pub async fn dismiss_event(
-    _: BearerAdmin,
-    context: Data<Context>,
-    path: Path<(String, String)>,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let (source, event_id) = path.into_inner();
-    act(
-        &context,
-        Action::Dismiss,
-        &source,
-        &event_id,
-        parse_note(&body)?.as_deref(),
-    )
-    .await
+    let (source, event_id, action) = path.into_inner();
+    let action = Action::parse(&action).ok_or(ApiError::NotFound("action"))?;
+    let note = parse_note(&body)?;
+    act(&context, action, &source, &event_id, note.as_deref()).await
 }
 
 /// Delivery and verification-failure counters since start.

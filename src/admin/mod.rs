@@ -43,12 +43,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 web::get().to(api::show_event),
             )
             .route(
-                "/api/events/{source}/{event_id}/apply",
-                web::post().to(api::apply_event),
-            )
-            .route(
-                "/api/events/{source}/{event_id}/dismiss",
-                web::post().to(api::dismiss_event),
+                "/api/events/{source}/{event_id}/{action}",
+                web::post().to(api::act_on_event),
             )
             .route(
                 "/api/accounts/{account_id}",

@@ -168,11 +168,7 @@ pub async fn event_action(
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let (source, event_id, action) = path.into_inner();
-    let action = match action.as_str() {
-        "apply" => Action::Apply,
-        "dismiss" => Action::Dismiss,
-        _ => return Err(ApiError::NotFound("action")),
-    };
+    let action = Action::parse(&action).ok_or(ApiError::NotFound("action"))?;
     let note = clean_note(form.into_inner().note)?;
     let request = operator::Request {
         action,

@@ -154,6 +154,10 @@ async fn bad_admin_requests_are_400_or_404(backend: Backend) {
         "not_found",
     )
     .await;
+    let unknown_action = app
+        .admin_post("/admin/api/events/demo/msg_1/refund", "")
+        .await;
+    assert_error(unknown_action, StatusCode::NOT_FOUND, "not_found").await;
     let apply = "/admin/api/events/demo/msg_1/apply";
     assert_error(
         app.admin_post(apply, "{not json").await,

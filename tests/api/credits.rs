@@ -22,6 +22,31 @@ async fn a_credit_is_applied(backend: Backend) {
     assert_eq!(entries[0]["balance_after_minor"], 1500);
     assert_eq!(entries[0]["operator_applied"], false);
     let event = app.event("demo", "msg_1").await;
+    for key in [
+        "source",
+        "event_id",
+        "event_type",
+        "status",
+        "reason",
+        "account_id",
+        "currency",
+        "amount_minor",
+        "sequence",
+        "deliveries",
+        "conflicts",
+        "first_received_at",
+        "last_received_at",
+        "payload_sha256",
+        "payload",
+    ] {
+        assert!(
+            event.get(key).is_some(),
+            "event detail lacks {key}: {event}"
+        );
+    }
+    assert_eq!(event["source"], "demo");
+    assert_eq!(event["event_type"], "balance.credit");
+    assert!(event["reason"].is_null());
     assert_eq!(event["status"], "applied");
     assert_eq!(event["deliveries"], 1);
     assert_eq!(event["conflicts"], 0);

@@ -86,7 +86,12 @@ impl Store {
             let options = PgConnectOptions::from_str(url)
                 .map_err(connect_error)?
                 .options([("statement_timeout", timeout_ms.as_str())]);
+            // No ping before each acquire: it costs a round trip per delivery,
+            // and sqlx already pings every connection when it is released, so
+            // a connection broken by a server restart is dropped after one
+            // failed use (answered 503, retried by the provider).
             let pool = PgPoolOptions::new()
+                .test_before_acquire(false)
                 .max_connections(settings.max_connections)
                 .acquire_timeout(settings.acquire_timeout)
                 .connect_with(options)

@@ -134,26 +134,6 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
     }
     env::apply(&mut raw, env)?;
 
-    let token = match raw.admin.token.take() {
-        Some(token) => {
-            let token = resolve_secret(&token, env, "admin.token")?;
-            if token.expose().len() < 16 {
-                return Err(ConfigError::new(
-                    "admin.token",
-                    "must be at least 16 characters",
-                ));
-            }
-            token
-        }
-        None => generate(
-            &data_dir,
-            "admin_token",
-            Flavor::Token,
-            "admin token",
-            &mut self_managed,
-        )?,
-    };
-
     let max_body_bytes = raw.max_body_bytes.unwrap_or(256 * 1024);
     if !(1..=64 * 1024 * 1024).contains(&max_body_bytes) {
         return Err(ConfigError::new(
@@ -181,6 +161,29 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         ));
     }
 
+    // Sources first: a config that is going to be refused must not leave a
+    // generated admin token behind.
+    let sources = build_sources(raw.sources, env)?;
+    let token = match raw.admin.token.take() {
+        Some(token) => {
+            let token = resolve_secret(&token, env, "admin.token")?;
+            if token.expose().len() < 16 {
+                return Err(ConfigError::new(
+                    "admin.token",
+                    "must be at least 16 characters",
+                ));
+            }
+            token
+        }
+        None => generate(
+            &data_dir,
+            "admin_token",
+            Flavor::Token,
+            "admin token",
+            &mut self_managed,
+        )?,
+    };
+
     Ok(Config {
         listen: raw.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         database_url,
@@ -201,7 +204,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             token,
             session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
         },
-        sources: build_sources(raw.sources, env)?,
+        sources,
         self_managed,
     })
 }

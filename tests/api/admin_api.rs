@@ -157,7 +157,8 @@ async fn bad_admin_requests_are_400_or_404(backend: Backend) {
     let unknown_action = app
         .admin_post("/admin/api/events/demo/msg_1/refund", "")
         .await;
-    assert_error(unknown_action, StatusCode::NOT_FOUND, "not_found").await;
+    let body = assert_error(unknown_action, StatusCode::NOT_FOUND, "not_found").await;
+    assert_eq!(body["message"], "action not found");
     let apply = "/admin/api/events/demo/msg_1/apply";
     assert_error(
         app.admin_post(apply, "{not json").await,

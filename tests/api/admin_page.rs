@@ -126,12 +126,35 @@ async fn login_is_required_and_checked(backend: Backend) {
         .await
         .unwrap();
     assert!(scripted.text().await.unwrap().contains("Recent events"));
+    // A browser session does not open the JSON API: only the bearer token does.
+    let api = app
+        .client
+        .get(app.url("/admin/api/events"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+
+    let csrf = csrf_in(&page(&app, "/admin", &cookie).await);
+    let logout = "/admin/logout";
+    let forged = post_form(&app, logout, &cookie, Some(&app.address), &[("csrf", "00")]).await;
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    let cross_site = post_form(
+        &app,
+        logout,
+        &cookie,
+        Some("https://evil.example"),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
     let logout = post_form(
         &app,
-        "/admin/logout",
+        logout,
         &cookie,
         Some(&app.address),
-        &[("csrf", &csrf_in(&page(&app, "/admin", &cookie).await))],
+        &[("csrf", &csrf)],
     )
     .await;
     assert_eq!(logout.status(), StatusCode::SEE_OTHER);
@@ -177,6 +200,7 @@ async fn payloads_render_as_text(backend: Backend) {
     .await;
     assert!(!detail.contains("<script>"), "unescaped: {detail}");
     assert!(shows_escaped_script(&detail), "{detail}");
+    app.assert_invariants().await;
 }
 
 async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
@@ -257,7 +281,71 @@ async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
     app.assert_invariants().await;
 }
 
+async fn sessions_expire(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let cookie = login(&app).await;
+    assert!(
+        page(&app, "/admin", &cookie)
+            .await
+            .contains("Recent events")
+    );
+    app.clock
+        .advance(chrono::TimeDelta::hours(12) + chrono::TimeDelta::seconds(1));
+    let expired = page(&app, "/admin", &cookie).await;
+    assert!(expired.contains("Sign in") && !expired.contains("Recent events"));
+}
+
+async fn held_events_are_listed_and_can_be_dismissed_or_applied_by_script(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 3)).await;
+    app.send_ok(&credit_seq("msg_2", "acct_1", 250, 2)).await;
+    app.send_ok(&credit_seq("msg_3", "acct_1", 40, 1)).await;
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    let held = dashboard.split("<h1>Recent events</h1>").next().unwrap();
+    let (two, three) = (
+        held.find(">msg_2<").expect("msg_2 held"),
+        held.find(">msg_3<").expect("msg_3 held"),
+    );
+    assert!(two < three, "oldest first");
+    assert!(!held.contains(">msg_1<"));
+
+    let csrf = csrf_in(&page(&app, "/admin/events/demo/msg_2", &cookie).await);
+    let fields = [
+        ("csrf", csrf.as_str()),
+        ("note", "duplicate of a manual credit"),
+    ];
+    let dismissed = post_form(
+        &app,
+        "/admin/events/demo/msg_2/dismiss",
+        &cookie,
+        Some(&app.address),
+        &fields,
+    )
+    .await;
+    assert_eq!(dismissed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(app.event("demo", "msg_2").await["status"], "dismissed");
+
+    // A script with the bearer token needs no CSRF token: browsers never send
+    // that header on their own.
+    let scripted = app
+        .client
+        .post(app.url("/admin/events/demo/msg_3/apply"))
+        .bearer_auth(ADMIN_TOKEN)
+        .form(&[("note", "by script")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scripted.status(), StatusCode::SEE_OTHER);
+    let event = app.event("demo", "msg_3").await;
+    assert_eq!(event["audit"][0]["actor"], "admin (token)");
+    assert_eq!(app.balance("acct_1", "USD").await, 1040);
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    sessions_expire,
+    held_events_are_listed_and_can_be_dismissed_or_applied_by_script,
     login_is_required_and_checked,
     payloads_render_as_text,
     actions_need_csrf_token_and_same_origin,

@@ -5,17 +5,26 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::helpers::Backend;
 use crate::postgres::TestDatabase;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hookledger");
 
+/// The binary with a clean environment: nothing from the developer's shell
+/// (a `HOOKLEDGER_*` variable, say) can change what it does.
+fn hookledger(dir: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command.current_dir(dir).env_clear();
+    command
+}
+
+/// A running server; killed when dropped, also when a test panics.
 struct Server {
     child: Child,
-    base: String,
-    token: String,
-    demo_secret: String,
+    banner: Vec<String>,
 }
 
 impl Drop for Server {
@@ -25,91 +34,107 @@ impl Drop for Server {
     }
 }
 
-/// The value after `label` on the banner line that starts with it.
-fn banner_value(lines: &[String], label: &str) -> String {
-    let line = lines
-        .iter()
-        .find(|l| l.trim_start().starts_with(label))
-        .unwrap_or_else(|| panic!("no {label:?} in {lines:?}"));
-    line.trim_start()[label.len()..]
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned()
-}
-
-/// Starts `hookledger` in `dir` (no config file there) and reads its banner.
-fn start(dir: &Path, database_url: Option<&str>) -> Server {
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(dir)
-        .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
-        .env("HOOKLEDGER_WORKERS", "1")
-        .env_remove("HOOKLEDGER_CONFIG")
-        .env_remove("HOOKLEDGER_ADMIN_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    match database_url {
-        Some(url) => command.env("HOOKLEDGER_DATABASE_URL", url),
-        None => command.env_remove("HOOKLEDGER_DATABASE_URL"),
-    };
-    let mut child = command.spawn().expect("binary starts");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let lines: Vec<String> = stdout
-        .lines()
-        .map_while(Result::ok)
-        .take_while(|l| !l.trim_start().starts_with("note"))
-        .collect();
-    let listening = lines.first().cloned().unwrap_or_default();
-    let base = listening
-        .split_whitespace()
-        .nth(3)
-        .unwrap_or_else(|| panic!("no banner: {lines:?}"))
-        .to_owned();
-    Server {
-        base,
-        token: banner_value(&lines, "admin token"),
-        demo_secret: banner_value(&lines, "demo source secret"),
-        child,
+impl Server {
+    /// Starts `hookledger` in `dir` (no config file there) and reads its
+    /// banner, failing after 60 s rather than hanging.
+    fn start(dir: &Path, database_url: Option<&str>) -> Server {
+        let mut command = hookledger(dir);
+        command
+            .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
+            .env("HOOKLEDGER_WORKERS", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(url) = database_url {
+            command.env("HOOKLEDGER_DATABASE_URL", url);
+        }
+        let mut server = Server {
+            child: command.spawn().expect("binary starts"),
+            banner: Vec::new(),
+        };
+        let stdout = BufReader::new(server.child.stdout.take().unwrap());
+        let (lines, receive) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let last = line.trim_start().starts_with("note");
+                if lines.send(line).is_err() || last {
+                    break;
+                }
+            }
+        });
+        while let Ok(line) = receive.recv_timeout(Duration::from_secs(60)) {
+            let last = line.trim_start().starts_with("note");
+            server.banner.push(line);
+            if last {
+                return server;
+            }
+        }
+        panic!("no complete banner within 60 s: {:?}", server.banner);
     }
-}
 
-fn send(server: &Server, event_id: &str) -> (bool, String) {
-    let output = Command::new(BIN)
-        .args([
-            "send",
-            "--url",
-            &format!("{}/webhooks/demo", server.base),
-            "--secret",
-            &server.demo_secret,
-        ])
-        .args([
-            "--account",
-            "acct_1",
-            "--amount",
-            "1500",
-            "--currency",
-            "USD",
-            "--event-id",
-            event_id,
-        ])
-        .output()
-        .expect("send runs");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
+    /// The value after `label` on the banner line that starts with it.
+    fn value(&self, label: &str) -> String {
+        let line = self
+            .banner
+            .iter()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} in {:?}", self.banner));
+        line.trim_start()[label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned()
+    }
 
-async fn balance(server: &Server) -> serde_json::Value {
-    let response = reqwest::Client::new()
-        .get(format!("{}/admin/api/accounts/acct_1", server.base))
-        .bearer_auth(&server.token)
-        .send()
-        .await
-        .unwrap();
-    let body: serde_json::Value = response.json().await.unwrap();
-    body["balances"][0]["balance_minor"].clone()
+    fn base(&self) -> String {
+        self.banner[0]
+            .split_whitespace()
+            .nth(3)
+            .expect("hookledger listening on URL")
+            .to_owned()
+    }
+
+    fn send(&self, dir: &Path, event_id: &str) -> String {
+        let output = hookledger(dir)
+            .args(["send", "--url", &format!("{}/webhooks/demo", self.base())])
+            .args([
+                "--secret",
+                &self.value("demo source secret"),
+                "--event-id",
+                event_id,
+            ])
+            .args([
+                "--account",
+                "acct_1",
+                "--amount",
+                "1500",
+                "--currency",
+                "USD",
+            ])
+            .output()
+            .expect("send runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "send failed: {stdout} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    }
+
+    async fn admin(&self, path: &str) -> serde_json::Value {
+        let response = reqwest::Client::new()
+            .get(format!("{}{path}", self.base()))
+            .bearer_auth(self.value("admin token"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        response.json().await.unwrap()
+    }
+
+    async fn balance(&self) -> serde_json::Value {
+        self.admin("/admin/api/accounts/acct_1").await["balances"][0]["balance_minor"].clone()
+    }
 }
 
 async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
@@ -119,54 +144,66 @@ async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
         Backend::Sqlite => None,
     };
     let database_url = postgres.as_ref().map(|p| p.url.as_str());
-    let server = start(dir.path(), database_url);
+    let server = Server::start(dir.path(), database_url);
     assert!(dir.path().join("data/admin_token").exists());
-    let (ok, first) = send(&server, "msg_walkthrough");
-    assert!(ok, "{first}");
+    let first = server.send(dir.path(), "msg_walkthrough");
     assert!(
         first.contains(r#""duplicate":false"#) && first.contains(r#""status":"applied""#),
         "{first}"
     );
-    let (ok, again) = send(&server, "msg_walkthrough");
-    assert!(ok && again.contains(r#""duplicate":true"#), "{again}");
-    assert_eq!(balance(&server).await, 1500);
-    let (token, secret) = (server.token.clone(), server.demo_secret.clone());
+    let again = server.send(dir.path(), "msg_walkthrough");
+    assert!(again.contains(r#""duplicate":true"#), "{again}");
+    assert_eq!(server.balance().await, 1500);
+    let secrets = (
+        server.value("admin token"),
+        server.value("demo source secret"),
+    );
     drop(server);
 
-    let restarted = start(dir.path(), database_url);
+    let restarted = Server::start(dir.path(), database_url);
     assert_eq!(
-        (restarted.token.as_str(), restarted.demo_secret.as_str()),
-        (token.as_str(), secret.as_str())
+        (
+            restarted.value("admin token"),
+            restarted.value("demo source secret")
+        ),
+        secrets
     );
-    let (ok, third) = send(&restarted, "msg_walkthrough");
-    assert!(ok && third.contains(r#""duplicate":true"#), "{third}");
-    assert_eq!(balance(&restarted).await, 1500);
+    let third = restarted.send(dir.path(), "msg_walkthrough");
+    assert!(third.contains(r#""duplicate":true"#), "{third}");
+    assert_eq!(restarted.balance().await, 1500);
+    assert_eq!(restarted.admin("/admin/api/check").await["ok"], true);
 }
 
-async fn a_bad_config_stops_start_up_with_one_line(backend: Backend) {
+both_backends!(the_walkthrough_works_and_secrets_survive_a_restart);
+
+#[test]
+fn a_bad_config_stops_start_up_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("hookledger.toml");
-    std::fs::write(&config, "[[sources]]\nname = \"stripe\"\nkind = \"stripe\"\nsecrets = [\"env:HOOKLEDGER_TEST_UNSET_SECRET\"]\n").unwrap();
-    let url = match backend {
-        Backend::Sqlite => "sqlite://data/x.db".to_owned(),
-        Backend::Postgres(url) => url,
-    };
-    let output = Command::new(BIN)
-        .current_dir(dir.path())
-        .env("HOOKLEDGER_DATABASE_URL", url)
-        .env_remove("HOOKLEDGER_TEST_UNSET_SECRET")
-        .output()
-        .unwrap();
+    let secret = "secrets = [\"env:HOOKLEDGER_TEST_UNSET_SECRET\"]";
+    let config = format!("[[sources]]\nname = \"stripe\"\nkind = \"stripe\"\n{secret}\n");
+    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    let output = hookledger(dir.path()).output().unwrap();
     assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let last = stderr.lines().last().unwrap_or_default();
+    assert!(!dir.path().join("data").exists(), "nothing was created");
     assert_eq!(
-        last,
-        "hookledger: config error: hookledger.toml: sources[stripe].secrets[0]: environment variable HOOKLEDGER_TEST_UNSET_SECRET is not set"
+        String::from_utf8_lossy(&output.stderr),
+        "hookledger: config error: hookledger.toml: sources[stripe].secrets[0]: \
+         environment variable HOOKLEDGER_TEST_UNSET_SECRET is not set\n"
     );
 }
 
-both_backends!(
-    the_walkthrough_works_and_secrets_survive_a_restart,
-    a_bad_config_stops_start_up_with_one_line
-);
+#[test]
+fn migrate_applies_the_migrations_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = hookledger(dir.path()).arg("migrate").output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "migrations applied (sqlite)\n"
+    );
+    assert!(dir.path().join("data/hookledger.db").exists());
+}

@@ -99,6 +99,19 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
             "nothing is newer than {newest}"
         );
     }
+    // However the deliveries interleaved, each guard ended at its account's
+    // highest sequence (57, 58, 59): one below it is stale.
+    for (a, below_newest) in [(0, 56), (1, 57), (2, 58)] {
+        let probe = credit_seq(&format!("probe_{a}"), &account(a), 1, below_newest);
+        assert_eq!(
+            app.send_ok(&probe).await["status"],
+            "stale",
+            "guard of {}",
+            account(a)
+        );
+        let dismiss = format!("/admin/api/events/demo/probe_{a}/dismiss");
+        json_with_status(app.admin_post(&dismiss, "").await, StatusCode::OK).await;
+    }
     app.assert_invariants().await;
     // Every held event can be applied once; then every credit is in.
     for id in &stale {
@@ -119,7 +132,40 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
     app.assert_invariants().await;
 }
 
+/// Two instances on one database, the same events delivered to both at once:
+/// every event is applied exactly once.
+async fn two_instances_share_one_database(backend: Backend) {
+    let first = TestApp::spawn(backend).await;
+    let second = first.another_instance().await;
+    let events: Vec<Sample> = (0..40).map(event).collect();
+    let deliveries = events
+        .iter()
+        .flat_map(|e| [first.send_ok(e), second.send_ok(e)]);
+    let answers = join_all(deliveries).await;
+    assert_eq!(
+        answers.iter().filter(|a| a["duplicate"] == false).count(),
+        40
+    );
+    for a in 0..ACCOUNTS {
+        let expected: i64 = events
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % ACCOUNTS == a)
+            .map(|(_, s)| {
+                if s.event_type.is_some() {
+                    -s.amount_minor
+                } else {
+                    s.amount_minor
+                }
+            })
+            .sum();
+        assert_eq!(second.balance(&account(a), "USD").await, expected);
+    }
+    first.assert_invariants().await;
+}
+
 both_backends!(
+    two_instances_share_one_database,
     two_hundred_concurrent_deliveries_sum_exactly,
     concurrent_out_of_order_events_are_applied_or_held_never_lost,
 );

@@ -157,7 +157,20 @@ impl TestApp {
                 (database.url.clone(), None, Some(database))
             }
         };
-        let text = base_config(&database_url, &options);
+        let mut app = Self::start(database_url, &options).await;
+        app._sqlite_dir = sqlite_dir;
+        app._postgres = postgres;
+        app
+    }
+
+    /// A second instance on this app's database, as in a deployment where
+    /// several hookledger processes share one database.
+    pub async fn another_instance(&self) -> TestApp {
+        Self::start(self.database_url.clone(), &Options::default()).await
+    }
+
+    async fn start(database_url: String, options: &Options<'_>) -> TestApp {
+        let text = base_config(&database_url, options);
         let config = from_toml(&text, &|_| None).expect("test config is valid");
         let clock = Arc::new(ManualClock::new(now()));
         let app = Application::build(config, clock.clone())
@@ -176,8 +189,8 @@ impl TestApp {
             clock,
             database_url,
             store,
-            _sqlite_dir: sqlite_dir,
-            _postgres: postgres,
+            _sqlite_dir: None,
+            _postgres: None,
         }
     }
 
@@ -281,7 +294,7 @@ impl TestApp {
     pub async fn events(&self) -> Vec<Value> {
         let response = self.admin_get("/admin/api/events?limit=500").await;
         let body = json_with_status(response, StatusCode::OK).await;
-        body["events"].as_array().cloned().unwrap_or_default()
+        body["events"].as_array().cloned().expect("an events array")
     }
 
     /// The balance in minor units, 0 for an account never credited.
@@ -311,6 +324,15 @@ impl TestApp {
         }
         let body = json_with_status(response, StatusCode::OK).await;
         body["entries"].as_array().cloned().unwrap()
+    }
+
+    /// Runs raw SQL against the app's database, for tests that must corrupt
+    /// or rig state that no API can produce.
+    pub async fn execute_sql(&self, sql: &'static str) -> Result<(), sqlx::Error> {
+        match &self.store {
+            Store::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Store::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+        }
     }
 
     /// Balance = sum of ledger for every (account, currency); ledger entries

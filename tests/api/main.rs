@@ -14,6 +14,7 @@ mod concurrency;
 mod credits;
 mod duplicates;
 mod health;
+mod invariants;
 mod ordering;
 mod schema;
 mod stripe;

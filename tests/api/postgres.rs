@@ -2,6 +2,8 @@
 //! (also when it panics).
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -36,12 +38,51 @@ async fn admin_connection(server_url: &str) -> PgConnection {
         .unwrap_or_else(|e| panic!("cannot connect to HOOKLEDGER_TEST_POSTGRES_URL: {e}"))
 }
 
+/// Databases are named `hookledger_test_<unix seconds>_<random>`.
+const PREFIX: &str = "hookledger_test_";
+/// Older than this, a test database was left behind by a killed run.
+const ABANDONED_AFTER_SECS: u64 = 2 * 3600;
+static SWEPT: AtomicBool = AtomicBool::new(false);
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Drops test databases that a killed run (no `Drop`) left behind, once per
+/// test process; recent ones may belong to a run in progress and are kept.
+async fn sweep_abandoned(connection: &mut PgConnection) {
+    if SWEPT.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let names: Vec<(String,)> = sqlx::query_as(
+        "select datname from pg_database where datname like 'hookledger\\_test\\_%'",
+    )
+    .fetch_all(&mut *connection)
+    .await
+    .unwrap_or_default();
+    for (name,) in names {
+        let created = name
+            .strip_prefix(PREFIX)
+            .and_then(|rest| rest.split('_').next()?.parse::<u64>().ok());
+        if created.is_some_and(|secs| unix_now().saturating_sub(secs) > ABANDONED_AFTER_SECS) {
+            let sql = format!("drop database if exists {name} with (force)");
+            let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut *connection)
+                .await;
+        }
+    }
+}
+
 impl TestDatabase {
     pub async fn create(server_url: &str) -> TestDatabase {
-        let mut bytes = [0u8; 8];
+        let mut bytes = [0u8; 6];
         getrandom::fill(&mut bytes).unwrap();
-        let name = format!("hookledger_test_{}", hex::encode(bytes));
+        let name = format!("{PREFIX}{}_{}", unix_now(), hex::encode(bytes));
         let mut connection = admin_connection(server_url).await;
+        sweep_abandoned(&mut connection).await;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("create database {name}")))
             .execute(&mut connection)
             .await

@@ -1,0 +1,97 @@
+//! The invariant check itself must be able to fail: corrupt the database the
+//! way a bug would, and see each violation reported. And the ledger's unique
+//! keys (the second, permanent guard against double posting) are in place.
+
+use hookledger::store::Violation;
+use reqwest::StatusCode;
+
+use crate::helpers::{Backend, TestApp, credit, json_with_status};
+
+fn violation(source: &str, event_id: &str) -> (String, String) {
+    (source.to_owned(), event_id.to_owned())
+}
+
+async fn the_check_reports_each_kind_of_corruption(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 100)).await;
+    app.send_ok(&credit("msg_2", "acct_2", 200)).await;
+    app.assert_invariants().await;
+    // An applied event that lost its ledger entry (so its balance no longer
+    // adds up), and an entry whose event is no longer applied.
+    app.execute_sql("delete from ledger_entries where event_id = 'msg_1'")
+        .await
+        .unwrap();
+    app.execute_sql("update intents set status = 'dismissed' where event_id = 'msg_2'")
+        .await
+        .unwrap();
+
+    let violations = app.store().check_invariants().await.unwrap();
+    assert_eq!(violations.len(), 3, "{violations:#?}");
+    assert!(violations.contains(&Violation::BalanceMismatch {
+        account_id: "acct_1".into(),
+        currency: "USD".into(),
+        balance_minor: 100,
+        ledger_minor: 0,
+    }));
+    let (source, event_id) = violation("demo", "msg_2");
+    assert!(violations.contains(&Violation::EntryWithoutAppliedIntent { source, event_id }));
+    let (source, event_id) = violation("demo", "msg_1");
+    assert!(violations.contains(&Violation::AppliedIntentWithoutEntry { source, event_id }));
+    let check = json_with_status(app.admin_get("/admin/api/check").await, StatusCode::OK).await;
+    assert_eq!(check["ok"], false);
+    assert_eq!(check["violations"].as_array().unwrap().len(), 3);
+}
+
+async fn an_entry_that_disagrees_with_its_intent_is_reported(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 100)).await;
+    app.execute_sql("update intents set amount_minor = 999 where event_id = 'msg_1'")
+        .await
+        .unwrap();
+    let violations = app.store().check_invariants().await.unwrap();
+    let (source, event_id) = violation("demo", "msg_1");
+    assert_eq!(
+        violations,
+        [Violation::EntryWithoutAppliedIntent { source, event_id }]
+    );
+}
+
+async fn the_ledger_refuses_a_second_entry_for_one_event(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("msg_1", "acct_1", 100)).await;
+    app.send_ok(&credit("msg_2", "acct_1", 100)).await;
+    // Another entry under msg_1's key (through msg_2's intent), and another
+    // entry for msg_1's intent under a new key: both refused by the schema.
+    let same_event =
+        "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
+        amount_minor, balance_after_minor, object_id, operator_applied, created_at)
+        select intent_id, 'demo', 'msg_1', 'acct_1', 'USD', 100, 300, null, false, first_received_at
+        from intents where event_id = 'msg_2'";
+    let same_intent =
+        "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
+        amount_minor, balance_after_minor, object_id, operator_applied, created_at)
+        select intent_id, 'demo', 'msg_9', 'acct_1', 'USD', 100, 300, null, false, first_received_at
+        from intents where event_id = 'msg_1'";
+    for sql in [same_event, same_intent] {
+        let error = app
+            .execute_sql(sql)
+            .await
+            .expect_err("a unique key refuses it");
+        let code = error
+            .as_database_error()
+            .and_then(|e| e.code())
+            .map(|c| c.into_owned());
+        assert!(
+            matches!(code.as_deref(), Some("23505" | "2067" | "1555")),
+            "{error}"
+        );
+    }
+    assert_eq!(app.entries("acct_1").await.len(), 2);
+    app.assert_invariants().await;
+}
+
+both_backends!(
+    the_check_reports_each_kind_of_corruption,
+    an_entry_that_disagrees_with_its_intent_is_reported,
+    the_ledger_refuses_a_second_entry_for_one_event,
+);

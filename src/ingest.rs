@@ -43,20 +43,19 @@ pub async fn ingest(
     event: &NormalisedEvent,
     raw: &RawDelivery<'_>,
 ) -> Result<Outcome, StoreError> {
-    match run(store, source, event, &event.movement, raw).await {
-        Err(StoreError::BalanceLimit { .. }) => {
+    match (
+        run(store, source, event, &event.movement, raw).await,
+        &event.movement,
+    ) {
+        (Err(StoreError::BalanceLimit { .. }), Movement::Post(posting)) => {
             // The whole transaction rolled back. Record the event as rejected
             // instead, so it is held for an operator rather than answered 500
             // and retried until the provider gives up.
-            let Movement::Post(posting) = &event.movement else {
-                unreachable!("only a posting touches a balance");
-            };
-            let held = Movement::Rejected(
-                posting.reject("the balance would leave the supported range (±2^62 minor units)"),
-            );
+            let reason = "the balance would leave the supported range (±2^62 minor units)";
+            let held = Movement::Rejected(posting.reject(reason));
             run(store, source, event, &held, raw).await
         }
-        outcome => outcome,
+        (outcome, _) => outcome,
     }
 }
 

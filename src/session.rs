@@ -5,16 +5,15 @@
 //! `session.{expires}.{nonce}` with a key derived from the admin token, so
 //! rotating the token ends every session. A form's CSRF token is
 //! HMAC-SHA256 over `csrf.{nonce}`: bound to the session, unguessable cross-site.
-//! Tags are checked with `verify_slice` (constant time).
+//! Tags are checked with `verify_slice` (constant time), through the same
+//! HMAC helper the providers use.
 
 use chrono::{DateTime, Utc};
-use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::config::random_bytes;
+use crate::providers::hmac_sha256;
 use crate::secret::{KeyBytes, Secret};
-
-type HmacSha256 = Hmac<Sha256>;
 
 pub struct SessionKeys {
     key: KeyBytes,
@@ -44,13 +43,15 @@ impl SessionKeys {
         self.ttl_secs
     }
 
-    fn mac(&self, parts: &[&[u8]]) -> HmacSha256 {
-        let mut mac =
-            HmacSha256::new_from_slice(self.key.expose()).expect("HMAC takes keys of any length");
-        for part in parts {
-            mac.update(part);
-        }
-        mac
+    fn tag(&self, parts: &[&[u8]]) -> String {
+        hex::encode(hmac_sha256::sign(&self.key, parts))
+    }
+
+    /// Constant-time check of a presented hex tag over `parts`.
+    fn tag_matches(&self, parts: &[&[u8]], presented: &str) -> bool {
+        hex::decode(presented).is_ok_and(|tag| {
+            hmac_sha256::find_matching_key(std::slice::from_ref(&self.key), parts, &[tag]).is_some()
+        })
     }
 
     /// A new session cookie value.
@@ -58,20 +59,16 @@ impl SessionKeys {
         let expires = now.timestamp().saturating_add(self.ttl_secs as i64);
         let nonce = hex::encode(random_bytes::<16>()?);
         let payload = format!("{expires}.{nonce}");
-        let tag = self
-            .mac(&[b"session.", payload.as_bytes()])
-            .finalize()
-            .into_bytes();
-        Ok(format!("{payload}.{}", hex::encode(tag)))
+        let tag = self.tag(&[b"session.", payload.as_bytes()]);
+        Ok(format!("{payload}.{tag}"))
     }
 
     pub fn verify(&self, cookie: &str, now: DateTime<Utc>) -> Option<Session> {
         let (payload, tag) = cookie.rsplit_once('.')?;
         let (expires, nonce) = payload.split_once('.')?;
-        let tag = hex::decode(tag).ok()?;
-        self.mac(&[b"session.", payload.as_bytes()])
-            .verify_slice(&tag)
-            .ok()?;
+        if !self.tag_matches(&[b"session.", payload.as_bytes()], tag) {
+            return None;
+        }
         let expires: i64 = expires.parse().ok()?;
         (now.timestamp() < expires).then(|| Session {
             nonce: nonce.to_owned(),
@@ -80,19 +77,11 @@ impl SessionKeys {
     }
 
     pub fn csrf_token(&self, session: &Session) -> String {
-        hex::encode(
-            self.mac(&[b"csrf.", session.nonce.as_bytes()])
-                .finalize()
-                .into_bytes(),
-        )
+        self.tag(&[b"csrf.", session.nonce.as_bytes()])
     }
 
     pub fn check_csrf(&self, session: &Session, presented: &str) -> bool {
-        hex::decode(presented).is_ok_and(|tag| {
-            self.mac(&[b"csrf.", session.nonce.as_bytes()])
-                .verify_slice(&tag)
-                .is_ok()
-        })
+        self.tag_matches(&[b"csrf.", session.nonce.as_bytes()], presented)
     }
 }
 

@@ -1,4 +1,4 @@
-//! HMAC-SHA256 shared by the providers: sign, and verify any of several
+//! HMAC-SHA256 shared by the providers (and admin sessions): sign, and verify any of several
 //! presented signatures against any of several keys in constant time.
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -18,14 +18,14 @@ fn mac_over(key: &KeyBytes, parts: &[&[u8]]) -> HmacSha256 {
 }
 
 /// The raw tag over the concatenation of `parts`.
-pub(super) fn sign(key: &KeyBytes, parts: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn sign(key: &KeyBytes, parts: &[&[u8]]) -> Vec<u8> {
     mac_over(key, parts).finalize().into_bytes().to_vec()
 }
 
 /// Index of the first key for which any candidate tag verifies. The message
 /// is hashed once per key; each candidate is then checked on a clone of the
 /// keyed state with `verify_slice`, which compares in constant time.
-pub(super) fn find_matching_key(
+pub(crate) fn find_matching_key(
     keys: &[KeyBytes],
     parts: &[&[u8]],
     candidates: &[Vec<u8>],

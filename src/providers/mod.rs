@@ -5,7 +5,7 @@
 //!
 //! Adding a provider is one new file here plus one line in [`REGISTRY`].
 
-mod hmac_sha256;
+pub(crate) mod hmac_sha256;
 mod json_path;
 mod standard_webhooks;
 mod stripe;

@@ -104,14 +104,7 @@ async fn duplicates_answer_the_stored_status(backend: Backend) {
     };
     for (sample, status) in [(ignored, "ignored"), (rejected, "rejected")] {
         app.send_ok(&sample).await;
-        let response = app
-            .deliver(
-                "demo",
-                "standard-webhooks",
-                crate::helpers::DEMO_SECRET,
-                &sample,
-            )
-            .await;
+        let response = app.send(&sample).await;
         let answer = json_with_status(response, StatusCode::OK).await;
         assert_eq!(
             (answer["status"].as_str(), answer["duplicate"].as_bool()),

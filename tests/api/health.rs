@@ -51,14 +51,7 @@ async fn a_locked_database_answers_503_and_the_retry_applies_once(backend: Backe
     let app = TestApp::spawn_with(backend, options).await;
     let locker = Locker::lock(&app.database_url).await;
     let sample = credit("msg_1", "acct_1", 1500);
-    let response = app
-        .deliver(
-            "demo",
-            "standard-webhooks",
-            crate::helpers::DEMO_SECRET,
-            &sample,
-        )
-        .await;
+    let response = app.send(&sample).await;
     assert_error(response, StatusCode::SERVICE_UNAVAILABLE, "unavailable").await;
     locker.release().await;
     assert!(
@@ -95,14 +88,7 @@ async fn a_failure_at_the_ledger_insert_leaves_nothing_behind(backend: Backend) 
     };
     app.execute_sql(install).await.unwrap();
     let sample = crate::helpers::credit_seq("msg_1", "acct_1", 1500, 7);
-    let response = app
-        .deliver(
-            "demo",
-            "standard-webhooks",
-            crate::helpers::DEMO_SECRET,
-            &sample,
-        )
-        .await;
+    let response = app.send(&sample).await;
     let body = assert_error(response, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
     assert_eq!(body["message"], "internal error", "no internals leak");
     assert!(app.events().await.is_empty());

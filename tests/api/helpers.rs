@@ -16,6 +16,7 @@ use hookledger::store::Store;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
+pub use crate::backend::Backend;
 use crate::postgres::TestDatabase;
 
 /// Secrets of the sources every test app has.
@@ -28,56 +29,6 @@ pub const ADMIN_TOKEN: &str = "test-admin-token-0123456789abcdef";
 /// The fixed "now" of every test app.
 pub fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
-}
-
-#[derive(Debug, Clone)]
-pub enum Backend {
-    Sqlite,
-    Postgres(String),
-}
-
-impl Backend {
-    /// The PostgreSQL backend, if `HOOKLEDGER_TEST_POSTGRES_URL` is set. When
-    /// it is not: under CI this fails the test; locally it says it skipped.
-    pub fn postgres_or_skip(test: &str) -> Option<Backend> {
-        match std::env::var("HOOKLEDGER_TEST_POSTGRES_URL") {
-            Ok(url) if !url.is_empty() => Some(Backend::Postgres(url)),
-            _ if std::env::var_os("CI").is_some() => {
-                panic!("CI is set but HOOKLEDGER_TEST_POSTGRES_URL is not: {test} cannot run")
-            }
-            _ => {
-                eprintln!("SKIPPED {test} on PostgreSQL: HOOKLEDGER_TEST_POSTGRES_URL is not set");
-                None
-            }
-        }
-    }
-}
-
-/// Stamps each named scenario `async fn name(backend: Backend)` into a
-/// `sqlite::name` and a `postgres::name` test.
-#[macro_export]
-macro_rules! both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::helpers::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let test = concat!(module_path!(), "::", stringify!($name));
-                    if let Some(backend) = $crate::helpers::Backend::postgres_or_skip(test) {
-                        super::$name(backend).await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 /// The config every test app starts from, with `options` spliced in.
@@ -253,13 +204,15 @@ impl TestApp {
         self.post_signed(source, &signed).await
     }
 
-    /// Delivers a Standard Webhooks sample to the `demo` source, expects 200
-    /// and returns the JSON answer.
+    /// Delivers a Standard Webhooks sample to the `demo` source.
+    pub async fn send(&self, sample: &Sample) -> Response {
+        self.deliver("demo", "standard-webhooks", DEMO_SECRET, sample)
+            .await
+    }
+
+    /// [`TestApp::send`], expecting 200; returns the JSON answer.
     pub async fn send_ok(&self, sample: &Sample) -> Value {
-        let response = self
-            .deliver("demo", "standard-webhooks", DEMO_SECRET, sample)
-            .await;
-        json_with_status(response, StatusCode::OK).await
+        json_with_status(self.send(sample).await, StatusCode::OK).await
     }
 
     pub async fn admin_get(&self, path: &str) -> Response {

@@ -2,6 +2,7 @@
 //! SQLite and once on PostgreSQL (`sqlite::` and `postgres::` in test names).
 
 #[macro_use]
+mod backend;
 mod helpers;
 mod locker;
 mod postgres;

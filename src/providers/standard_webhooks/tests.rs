@@ -1,0 +1,234 @@
+use super::*;
+use crate::providers::{HeaderPairs, JsonPath};
+
+/// Official vectors from the Standard Webhooks repository
+/// (../shared/providers.md 2.2): (secret, msg_id, timestamp, payload, signature).
+const VECTORS: [(&str, &str, i64, &str, &str); 2] = [
+    (
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        1_614_265_330,
+        r#"{"test": 2432232314}"#,
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+    ),
+    (
+        "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+        "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk",
+        1_649_367_553,
+        r#"{"email":"test@example.com","username":"test_user"}"#,
+        "v1,tZ1I4/hDygAJgO5TYxiSd6Sd0kDW6hPenDe+bTa3Kkw=",
+    ),
+];
+
+fn key(secret: &str) -> KeyBytes {
+    StandardWebhooks
+        .key_from_secret(&Secret::new(secret))
+        .unwrap()
+}
+
+fn verify(
+    headers: &[(&str, &str)],
+    body: &str,
+    keys: &[KeyBytes],
+    now: i64,
+) -> Result<Verified, VerifyError> {
+    let delivery = Delivery {
+        headers: &HeaderPairs(headers),
+        body: body.as_bytes(),
+    };
+    StandardWebhooks.verify(
+        &delivery,
+        keys,
+        300,
+        DateTime::from_timestamp(now, 0).unwrap(),
+    )
+}
+
+#[test]
+fn official_vectors_verify_and_are_reproduced_by_our_signer() {
+    for (secret, id, ts, body, signature) in VECTORS {
+        let t = ts.to_string();
+        let headers = [
+            ("webhook-id", id),
+            ("webhook-timestamp", t.as_str()),
+            ("webhook-signature", signature),
+        ];
+        let verified = verify(&headers, body, &[key(secret)], ts).unwrap();
+        assert_eq!(verified.event_id.as_deref(), Some(id));
+        let signed = StandardWebhooks.sign(&key(secret), body.as_bytes(), id, ts);
+        assert_eq!(signed[2], ("webhook-signature", signature.to_owned()));
+    }
+}
+
+#[test]
+fn official_negative_vectors_fail() {
+    let (secret, id, ts, body, _) = VECTORS[0];
+    let t = ts.to_string();
+    for bad in [
+        "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OA=",
+        "v1,R3PTzyfHASBKHH98a7yexTwaJ4yNIcGhFQc1yuN+BPU=",
+    ] {
+        let headers = [
+            ("webhook-id", id),
+            ("webhook-timestamp", t.as_str()),
+            ("webhook-signature", bad),
+        ];
+        assert_eq!(
+            verify(&headers, body, &[key(secret)], ts),
+            Err(VerifyError::NoMatch { keys: 1 })
+        );
+    }
+}
+
+#[test]
+fn any_listed_signature_and_svix_names_are_accepted() {
+    let (secret, id, ts, body, signature) = VECTORS[0];
+    let t = ts.to_string();
+    let list = format!("v1a,AAAA v1,bm90LWl0 {signature}");
+    let headers = [
+        ("svix-id", id),
+        ("svix-timestamp", t.as_str()),
+        ("svix-signature", list.as_str()),
+    ];
+    let keys = [key("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"), key(secret)];
+    assert_eq!(verify(&headers, body, &keys, ts).unwrap().key_index, 1);
+}
+
+#[test]
+fn bad_headers_and_times_are_refused() {
+    let (secret, id, ts, body, signature) = VECTORS[0];
+    let t = ts.to_string();
+    let keys = [key(secret)];
+    let with = |id: &'static str, t: &str, sig: &str| -> Result<Verified, VerifyError> {
+        verify(
+            &[
+                ("webhook-id", id),
+                ("webhook-timestamp", t),
+                ("webhook-signature", sig),
+            ],
+            body,
+            &keys,
+            ts,
+        )
+    };
+    assert!(matches!(
+        with("a.b", &t, signature),
+        Err(VerifyError::MalformedHeader {
+            header: "webhook-id",
+            ..
+        })
+    ));
+    assert!(matches!(
+        with(id, "soon", signature),
+        Err(VerifyError::MalformedHeader {
+            header: "webhook-timestamp",
+            ..
+        })
+    ));
+    assert!(matches!(
+        with(id, &t, "garbage"),
+        Err(VerifyError::MalformedHeader {
+            header: "webhook-signature",
+            ..
+        })
+    ));
+    let old = (ts - 600).to_string();
+    assert!(matches!(
+        with(id, &old, signature),
+        Err(VerifyError::OutsideTolerance { skew_secs: 600, .. })
+    ));
+    assert_eq!(
+        verify(&[("webhook-id", id)], body, &keys, ts),
+        Err(VerifyError::MissingHeader("webhook-timestamp"))
+    );
+}
+
+#[test]
+fn secrets_must_be_base64() {
+    assert!(
+        StandardWebhooks
+            .key_from_secret(&Secret::new("whsec_not base64!"))
+            .is_err()
+    );
+    assert!(
+        StandardWebhooks
+            .key_from_secret(&Secret::new("whsec_"))
+            .is_err()
+    );
+    // Padding is optional, as in the reference libraries.
+    assert_eq!(key("whsec_YWJj").expose(), b"abc");
+    assert_eq!(key("YWI").expose(), b"ab");
+}
+
+fn normalise(body: &str, timestamp: i64) -> NormalisedEvent {
+    let payload: Value = serde_json::from_str(body).unwrap();
+    let verified = Verified {
+        key_index: 0,
+        timestamp: Some(timestamp),
+        event_id: Some("msg_1".into()),
+    };
+    let mapping = Mapping {
+        account_path: JsonPath::parse("data.account_id").unwrap(),
+    };
+    StandardWebhooks
+        .normalise(&verified, &payload, &mapping)
+        .unwrap()
+}
+
+#[test]
+fn credits_and_debits_with_sequence_defaulting_to_the_timestamp() {
+    let body =
+        r#"{"type":"balance.debit","data":{"account_id":"a","amount_minor":5,"currency":"JPY"}}"#;
+    let Movement::Post(posting) = normalise(body, 1_700_000_000).movement else {
+        panic!("expected a posting");
+    };
+    assert_eq!(posting.direction, Direction::Debit);
+    assert_eq!(
+        (posting.amount.minor(), posting.sequence),
+        (5, 1_700_000_000)
+    );
+    let body = r#"{"type":"balance.credit","data":{"account_id":"a","amount_minor":5,"currency":"USD","sequence":42}}"#;
+    let Movement::Post(posting) = normalise(body, 1_700_000_000).movement else {
+        panic!("expected a posting");
+    };
+    assert_eq!(
+        (posting.direction, posting.sequence),
+        (Direction::Credit, 42)
+    );
+}
+
+#[test]
+fn the_body_event_time_outranks_the_signed_delivery_time() {
+    // A retry is re-signed later; the event time in the body does not move.
+    let body = r#"{"type":"balance.credit","timestamp":"2023-11-14T22:13:20.750Z","data":{"account_id":"a","amount_minor":5,"currency":"USD"}}"#;
+    let event = normalise(body, 1_800_000_000);
+    let Movement::Post(posting) = event.movement else {
+        panic!("expected a posting");
+    };
+    assert_eq!(posting.sequence, 1_700_000_000);
+    assert_eq!(
+        event.occurred_at.map(|t| t.timestamp_millis()),
+        Some(1_700_000_000_750)
+    );
+    let body = r#"{"type":"balance.credit","timestamp":"yesterday","data":{"account_id":"a","amount_minor":5,"currency":"USD"}}"#;
+    let Movement::Rejected(rejection) = normalise(body, 1).movement else {
+        panic!("expected a rejection");
+    };
+    assert_eq!(rejection.reason, "timestamp is not an RFC 3339 time");
+}
+
+#[test]
+fn unknown_types_are_ignored_and_bad_fields_rejected() {
+    assert_eq!(
+        normalise(r#"{"type":"user.created","data":{}}"#, 1).movement,
+        Movement::None
+    );
+    let body = r#"{"type":"balance.credit","data":{"account_id":"a","amount_minor":"15","currency":"USD","sequence":1.5}}"#;
+    let Movement::Rejected(rejection) = normalise(body, 1).movement else {
+        panic!("expected a rejection");
+    };
+    assert_eq!(
+        rejection.reason,
+        "amount must be a JSON integer of minor units, not a string; sequence must be an integer"
+    );
+}

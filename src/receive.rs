@@ -7,12 +7,11 @@ use sha2::{Digest, Sha256};
 use crate::context::Context;
 use crate::ingest::{Outcome, RawDelivery, ingest};
 use crate::providers::{Delivery, HeaderSource, MapError, VerifyError, parse_json};
+use crate::source::Source;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiveError {
-    #[error("unknown source")]
-    UnknownSource,
     #[error("{0}")]
     Verification(#[from] VerifyError),
     #[error("{0}")]
@@ -23,13 +22,11 @@ pub enum ReceiveError {
 
 pub async fn receive(
     context: &Context,
-    source_name: &str,
+    source: &Source,
     headers: &dyn HeaderSource,
     body: &[u8],
 ) -> Result<Outcome, ReceiveError> {
-    let source = context
-        .source(source_name)
-        .ok_or(ReceiveError::UnknownSource)?;
+    let source_name = source.name.as_str();
     let now = context.clock.now();
     let delivery = Delivery { headers, body };
     let verified = source

@@ -89,7 +89,6 @@ impl From<StoreError> for ApiError {
 impl From<ReceiveError> for ApiError {
     fn from(error: ReceiveError) -> Self {
         match error {
-            ReceiveError::UnknownSource => ApiError::NotFound("source"),
             ReceiveError::Verification(e) => ApiError::Verification(e),
             ReceiveError::Payload(e) => ApiError::BadRequest(e.to_string()),
             ReceiveError::Store(e) => e.into(),

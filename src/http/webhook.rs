@@ -17,10 +17,11 @@ pub async fn receive_webhook(
     request: HttpRequest,
     payload: Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let source = source.into_inner();
-    if context.source(&source).is_none() {
-        return Err(ApiError::UnknownSource(source));
-    }
+    let name = source.into_inner();
+    // Resolved before the body is read: an unknown source costs no upload.
+    let Some(source) = context.source(&name).cloned() else {
+        return Err(ApiError::UnknownSource(name));
+    };
     let body = read_limited(&request, payload, context.max_body_bytes).await?;
     let outcome = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
     Ok(HttpResponse::Ok().json(json!({

@@ -26,6 +26,7 @@ async fn login(app: &TestApp) -> String {
             "{attribute} missing: {set_cookie}"
         );
     }
+    assert!(!set_cookie.contains("Secure"), "plain HTTP: {set_cookie}");
     set_cookie.split(';').next().unwrap().to_owned()
 }
 
@@ -111,6 +112,22 @@ async fn login_is_required_and_checked(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(cross_site_login.status(), StatusCode::FORBIDDEN);
+    // Behind a TLS-terminating proxy the cookie is marked Secure; over plain
+    // HTTP (see `login`) it is not.
+    let over_https = app
+        .client
+        .post(app.url("/admin/login"))
+        .header("x-forwarded-proto", "https")
+        .form(&[("token", ADMIN_TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        over_https.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("; Secure")
+    );
     let cookie = login(&app).await;
     assert!(
         page(&app, "/admin", &cookie)

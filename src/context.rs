@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::clock::Clock;
+use crate::drain::DrainSignal;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
@@ -15,6 +16,9 @@ pub struct Context {
     pub sources: HashMap<String, Arc<Source>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
+    /// Wakes the task that releases parked events beyond one transaction's
+    /// bound.
+    pub drain: DrainSignal,
     pub admin_token: Secret,
     pub sessions: SessionKeys,
     pub max_body_bytes: usize,

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod config;
 pub mod context;
 pub mod domain;
+pub mod drain;
 pub mod http;
 pub mod ingest;
 pub mod metrics;

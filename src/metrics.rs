@@ -1,6 +1,7 @@
 //! In-process counters: deliveries by source and outcome, verification
-//! failures by source and reason. Exposed on the admin API and page; the
-//! Prometheus endpoint comes with the admin issue.
+//! failures by source and reason, ordering decisions by source. Exposed on
+//! the admin API and page; the Prometheus endpoint comes with the admin
+//! issue.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -18,22 +19,33 @@ pub struct Counters {
     pub deliveries: BTreeMap<String, BTreeMap<String, u64>>,
     /// source -> reason code -> count.
     pub verification_failures: BTreeMap<String, BTreeMap<String, u64>>,
+    /// source -> ordering counter -> count: `late_credit_applied`,
+    /// `late_credit_held`, `late_debit_applied`, `late_debit_held`, `parked`,
+    /// `released` (parked events applied), `skipped` (numbers an operator
+    /// skipped).
+    pub ordering: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
-fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str) {
+fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str, by: u64) {
     *map.entry(source.to_owned())
         .or_default()
         .entry(key.to_owned())
-        .or_default() += 1;
+        .or_default() += by;
 }
 
 impl Metrics {
     pub fn delivery(&self, source: &str, outcome: &str) {
-        bump(&mut self.lock().deliveries, source, outcome);
+        bump(&mut self.lock().deliveries, source, outcome, 1);
     }
 
     pub fn verification_failure(&self, source: &str, reason: &str) {
-        bump(&mut self.lock().verification_failures, source, reason);
+        bump(&mut self.lock().verification_failures, source, reason, 1);
+    }
+
+    pub fn ordering(&self, source: &str, counter: &str, by: u64) {
+        if by > 0 {
+            bump(&mut self.lock().ordering, source, counter, by);
+        }
     }
 
     pub fn snapshot(&self) -> Counters {

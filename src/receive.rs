@@ -5,6 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::context::Context;
+use crate::domain::{Direction, Movement, NormalisedEvent, Status};
 use crate::ingest::{Outcome, RawDelivery, ingest};
 use crate::providers::{Delivery, HeaderSource, MapError, VerifyError, parse_json};
 use crate::source::Source;
@@ -55,6 +56,10 @@ pub async fn receive(
         received_at: now,
     };
     let outcome = ingest(&context.store, source, &event, &raw).await?;
+    if outcome.backlog {
+        context.drain.wake();
+    }
+    count_ordering(context, source_name, &event, &outcome);
     let label = if outcome.duplicate {
         "duplicate"
     } else {
@@ -78,4 +83,30 @@ pub async fn receive(
         "webhook received"
     );
     Ok(outcome)
+}
+
+/// The ordering counters a new delivery moves.
+fn count_ordering(context: &Context, source: &str, event: &NormalisedEvent, outcome: &Outcome) {
+    if outcome.duplicate {
+        return;
+    }
+    let metrics = &context.metrics;
+    if outcome.late
+        && let Movement::Post(posting) = &event.movement
+    {
+        let effect = match posting.direction {
+            Direction::Credit => "credit",
+            Direction::Debit => "debit",
+        };
+        let action = if outcome.status == Status::Applied {
+            "applied"
+        } else {
+            "held"
+        };
+        metrics.ordering(source, &format!("late_{effect}_{action}"), 1);
+    }
+    if outcome.status == Status::Waiting {
+        metrics.ordering(source, "parked", 1);
+    }
+    metrics.ordering(source, "released", outcome.released);
 }

@@ -2,19 +2,9 @@
 
 use std::fmt;
 
-use crate::domain::SourceName;
+use crate::domain::{OrderingPolicy, SourceName};
 use crate::providers::{Mapping, Provider};
 use crate::secret::KeyBytes;
-
-/// What to do with an event older than its account's sequence guard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnStale {
-    /// Hold it as `stale` for an operator (the default).
-    Hold,
-    /// Apply it anyway (reason "applied out of order"); the guard stays put.
-    Apply,
-}
 
 pub struct Source {
     pub name: SourceName,
@@ -22,7 +12,7 @@ pub struct Source {
     /// Derived from the configured secrets, in order; any one may verify.
     pub keys: Vec<KeyBytes>,
     pub tolerance_secs: u64,
-    pub on_stale: OnStale,
+    pub ordering: OrderingPolicy,
     pub mapping: Mapping,
 }
 
@@ -33,7 +23,7 @@ impl fmt::Debug for Source {
             .field("kind", &self.provider.kind())
             .field("secrets", &self.keys.len())
             .field("tolerance_secs", &self.tolerance_secs)
-            .field("on_stale", &self.on_stale)
+            .field("ordering", &self.ordering)
             .field("account_path", &self.mapping.account_path.as_str())
             .finish()
     }

@@ -8,10 +8,12 @@ use std::sync::Arc;
 use actix_web::dev::Server;
 use actix_web::web::{self, Data};
 use actix_web::{App, HttpResponse, HttpServer};
+use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
+use crate::drain::{self, DrainSignal};
 use crate::http::ApiError;
 use crate::metrics::Metrics;
 use crate::session::SessionKeys;
@@ -35,6 +37,7 @@ pub struct Application {
     port: u16,
     server: Server,
     store: Store,
+    drain: JoinHandle<()>,
 }
 
 pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
@@ -61,10 +64,13 @@ impl Application {
                 .collect::<HashMap<_, _>>(),
             clock,
             metrics: Metrics::default(),
+            drain: DrainSignal::default(),
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
             admin_token: config.admin.token,
             max_body_bytes: config.max_body_bytes,
         });
+        // Sweeps at once: releases a crash interrupted are finished first.
+        let drain = drain::spawn(context.clone().into_inner());
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(context.clone())
@@ -84,6 +90,7 @@ impl Application {
             port,
             server,
             store,
+            drain,
         })
     }
 
@@ -99,6 +106,8 @@ impl Application {
     /// transaction commits or rolls back as a whole).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
+        // A drain step cut here rolls back whole; the next start finds it.
+        self.drain.abort();
         self.store.close().await;
         result
     }

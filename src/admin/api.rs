@@ -29,7 +29,7 @@ pub struct EventsQuery {
     pub before: Option<i64>,
 }
 
-fn page_size(limit: Option<i64>, default: i64) -> Result<i64, ApiError> {
+pub(super) fn page_size(limit: Option<i64>, default: i64) -> Result<i64, ApiError> {
     match limit.unwrap_or(default) {
         n @ 1..=MAX_PAGE => Ok(n),
         _ => Err(ApiError::BadRequest(format!(
@@ -123,7 +123,7 @@ struct NoteBody {
 }
 
 /// The optional `{"note": "..."}` body; an empty body means no note.
-fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
+pub(super) fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }

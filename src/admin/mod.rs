@@ -4,6 +4,9 @@
 
 mod api;
 mod auth;
+mod gap_api;
+mod gap_pages;
+mod gaps;
 mod pages;
 mod view;
 
@@ -37,6 +40,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 "/events/{source}/{event_id}/{action}",
                 web::post().to(pages::event_action),
             )
+            .route(
+                "/gaps/{source}/{account_id}",
+                web::get().to(gap_pages::gap_page),
+            )
+            .route(
+                "/gaps/{source}/{account_id}/skip",
+                web::post().to(gap_pages::skip_gap),
+            )
             .route("/api/events", web::get().to(api::list_events))
             .route(
                 "/api/events/{source}/{event_id}",
@@ -49,6 +60,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(
                 "/api/accounts/{account_id}",
                 web::get().to(api::show_account),
+            )
+            .route("/api/gaps", web::get().to(gap_api::list_gaps))
+            .route(
+                "/api/gaps/{source}/{account_id}",
+                web::get().to(gap_api::show_gap),
+            )
+            .route(
+                "/api/gaps/{source}/{account_id}/skip",
+                web::post().to(gap_api::skip_gap),
             )
             .route("/api/metrics", web::get().to(api::metrics))
             .route("/api/check", web::get().to(api::check)),

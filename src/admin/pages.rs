@@ -1,5 +1,6 @@
-//! The minimal admin HTML: a dashboard (held queue, recent events, balances,
-//! counters), an event page with apply / dismiss, and login / logout.
+//! The minimal admin HTML: a dashboard (held queue, gaps, recent events,
+//! balances, counters), an event page with apply / dismiss, and login /
+//! logout. The gap page is in `gap_pages`.
 
 use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 use actix_web::http::header::{CONTENT_TYPE, LOCATION};
@@ -10,7 +11,8 @@ use serde::Deserialize;
 
 use super::api::clean_note;
 use super::auth::{PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, session_of};
-use super::view::{AuditView, BalanceView, EventDetailView, EventView, event_href};
+use super::gaps;
+use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, event_href};
 use crate::context::Context;
 use crate::http::ApiError;
 use crate::metrics::Counters;
@@ -30,6 +32,8 @@ struct LoginPage {
 struct DashboardPage {
     csrf: String,
     held: Vec<EventView>,
+    gaps: Vec<GapView>,
+    held_gaps: usize,
     recent: Vec<EventView>,
     balances: Vec<BalanceView>,
     counters: Counters,
@@ -44,7 +48,7 @@ struct EventPage {
     message: Option<&'static str>,
 }
 
-fn html(
+pub(super) fn html(
     status: actix_web::http::StatusCode,
     page: &impl Template,
 ) -> Result<HttpResponse, ApiError> {
@@ -57,13 +61,13 @@ fn html(
         .body(body))
 }
 
-fn see_other(location: &str) -> HttpResponse {
+pub(super) fn see_other(location: &str) -> HttpResponse {
     HttpResponse::SeeOther()
         .insert_header((LOCATION, location))
         .finish()
 }
 
-fn csrf_for(admin: &PageAdmin, context: &Context) -> String {
+pub(super) fn csrf_for(admin: &PageAdmin, context: &Context) -> String {
     admin
         .session
         .as_ref()
@@ -95,8 +99,15 @@ pub async fn dashboard(
             ..EventFilter::default()
         })
         .await?;
+    let gaps: Vec<GapView> = gaps::all(&context)
+        .await?
+        .into_iter()
+        .map(GapView::from)
+        .collect();
     let page = DashboardPage {
         csrf: csrf_for(&admin, &context),
+        held_gaps: gaps.iter().filter(|g| g.held).count(),
+        gaps,
         held: context
             .store
             .held_events(100)

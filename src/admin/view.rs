@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use super::gaps::Gap;
 use crate::domain::{Currency, format_minor};
 use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow};
 
@@ -18,6 +19,14 @@ pub fn path_segment(text: &str) -> String {
         }
     }
     out
+}
+
+pub fn gap_href(source: &str, account_id: &str) -> String {
+    format!(
+        "/admin/gaps/{}/{}",
+        path_segment(source),
+        path_segment(account_id)
+    )
 }
 
 pub fn event_href(source: &str, event_id: &str) -> String {
@@ -59,6 +68,9 @@ pub struct EventView {
     pub conflicts: i64,
     pub received: String,
     pub href: String,
+    /// Arrived below its account's sequence guard.
+    pub late: bool,
+    pub sequence: String,
 }
 
 impl From<EventRow> for EventView {
@@ -75,6 +87,8 @@ impl From<EventRow> for EventView {
             account_id: row.account_id.unwrap_or_default(),
             deliveries: row.deliveries,
             conflicts: row.conflicts,
+            late: row.late,
+            sequence: row.sequence.map(|s| s.to_string()).unwrap_or_default(),
         }
     }
 }
@@ -85,6 +99,8 @@ pub struct EventDetailView {
     pub payload: String,
     pub held: bool,
     pub can_apply: bool,
+    /// For a waiting event: its account's gap page.
+    pub gap_href: Option<String>,
 }
 
 impl From<EventDetailRow> for EventDetailView {
@@ -103,9 +119,16 @@ impl From<EventDetailRow> for EventDetailView {
         let payload = serde_json::from_str::<serde_json::Value>(&row.payload)
             .and_then(|v| serde_json::to_string_pretty(&v))
             .unwrap_or(row.payload);
+        let gap_href = (event.status == "waiting").then(|| {
+            gap_href(
+                &event.source,
+                event.account_id.as_deref().unwrap_or_default(),
+            )
+        });
         let summary = EventView::from(event);
         Self {
-            held: summary.status == "stale" || summary.status == "rejected",
+            gap_href,
+            held: ["stale", "rejected", "waiting"].contains(&summary.status.as_str()),
             can_apply: summary.status == "stale",
             summary,
             fields,
@@ -135,6 +158,7 @@ pub struct AuditView {
     pub previous_status: String,
     pub actor: String,
     pub note: String,
+    pub detail: String,
     pub at: String,
 }
 
@@ -145,8 +169,53 @@ impl From<AuditRow> for AuditView {
             previous_status: row.previous_status,
             actor: row.actor,
             note: row.note.unwrap_or_default(),
+            detail: row.detail.unwrap_or_default(),
             at: time(row.created_at),
         }
+    }
+}
+
+/// A gap as the pages show it.
+pub struct GapView {
+    pub source: String,
+    pub account_id: String,
+    pub next_expected: i64,
+    pub missing: String,
+    pub waiting: i64,
+    pub lowest_waiting: i64,
+    pub highest_waiting: i64,
+    pub since: String,
+    pub open: String,
+    pub held: bool,
+    pub href: String,
+}
+
+impl From<Gap> for GapView {
+    fn from(gap: Gap) -> Self {
+        let more = if gap.missing_more { ", ..." } else { "" };
+        Self {
+            href: gap_href(&gap.source, &gap.account_id),
+            missing: format!("{}{more}", gap.missing_text),
+            since: time(gap.waiting_since),
+            open: duration(gap.open_secs),
+            next_expected: gap.next_expected,
+            waiting: gap.waiting,
+            lowest_waiting: gap.lowest_waiting,
+            highest_waiting: gap.highest_waiting,
+            held: gap.held,
+            source: gap.source,
+            account_id: gap.account_id,
+        }
+    }
+}
+
+/// `2 h 5 min`, `40 s`: how long something has been open.
+pub fn duration(secs: i64) -> String {
+    match secs {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        s => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
     }
 }
 
@@ -159,6 +228,14 @@ mod tests {
         assert_eq!(path_segment("evt_1-a.b~"), "evt_1-a.b~");
         assert_eq!(path_segment("a/b c<"), "a%2Fb%20c%3C");
         assert_eq!(event_href("demo", "x/y"), "/admin/events/demo/x%2Fy");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(40), "40 s");
+        assert_eq!(duration(3599), "59 min");
+        assert_eq!(duration(7500), "2 h 5 min");
+        assert_eq!(duration(90_000), "1 d 1 h");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::clock::SystemClock;
-use crate::config::{self, Config};
+use crate::config::{self, Config, DEMO_ORDERED_SOURCE};
 use crate::startup::{Application, StartupError, connect_store};
 
 pub use send::{SendArgs, SignedRequest, sign_body, signed_sample};
@@ -137,6 +137,9 @@ impl Banner {
         }
         if let Some(secret) = &self.demo_secret {
             println!("  demo source          POST {base}/webhooks/demo (standard-webhooks)");
+            println!(
+                "  ordered demo source  POST {base}/webhooks/{DEMO_ORDERED_SOURCE} (standard-webhooks, contiguous ordering)"
+            );
             println!(
                 "  try it               cargo run --release -- send --url {base}/webhooks/demo --secret {secret} --account acct_1 --amount 1500 --currency USD"
             );

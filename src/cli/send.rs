@@ -26,9 +26,21 @@ pub struct SendArgs {
     pub amount: i64,
     #[arg(long, default_value = "USD")]
     pub currency: String,
-    /// Ordering key; default: the signed timestamp.
+    /// Ordering key; default: the signed timestamp (with --count: 1).
     #[arg(long)]
     pub sequence: Option<i64>,
+    /// Send this many events for the account, numbered from --sequence on,
+    /// with ids <event-id>-<sequence>: a contiguous stream to watch.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub count: u32,
+    /// With --count: send the events in a random order, as a provider
+    /// retrying after an outage would.
+    #[arg(long)]
+    pub shuffle: bool,
+    /// With --count: leave this sequence number out (repeatable), to watch
+    /// the events after it wait for it.
+    #[arg(long)]
+    pub omit: Vec<i64>,
     /// Event id; default: a fresh random one. Repeat an id to see a duplicate.
     #[arg(long)]
     pub event_id: Option<String>,
@@ -80,38 +92,139 @@ fn fresh_event_id(kind: &str) -> Result<String, String> {
     Ok(format!("{prefix}_{}", hex::encode(bytes)))
 }
 
-pub async fn run(args: SendArgs) -> Result<(), String> {
-    let sample = Sample {
-        event_id: args
-            .event_id
-            .clone()
-            .map_or_else(|| fresh_event_id(&args.kind), Ok)?,
+/// The samples `args` asks for, in sending order.
+fn samples(args: &SendArgs) -> Result<Vec<Sample>, String> {
+    let event_id = args
+        .event_id
+        .clone()
+        .map_or_else(|| fresh_event_id(&args.kind), Ok)?;
+    let timestamp = args.timestamp.unwrap_or_else(|| Utc::now().timestamp());
+    let sample = |event_id: String, sequence: Option<i64>| Sample {
+        event_id,
         event_type: args.event_type.clone(),
         account_id: args.account.clone(),
         amount_minor: args.amount,
         currency: args.currency.clone(),
-        sequence: args.sequence,
-        timestamp: args.timestamp.unwrap_or_else(|| Utc::now().timestamp()),
+        sequence,
+        timestamp,
     };
-    let signed = signed_sample(&args.kind, &Secret::new(args.secret.clone()), &sample)?;
-    let mut request = reqwest::Client::new()
-        .post(&args.url)
-        .header("content-type", "application/json")
-        .body(signed.body);
-    for (name, value) in &signed.headers {
-        request = request.header(*name, value);
+    if args.count == 1 && !args.shuffle && args.omit.is_empty() {
+        return Ok(vec![sample(event_id, args.sequence)]);
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach {}: {e}", args.url))?;
-    let status = response.status();
-    let text = response.text().await.map_err(|e| e.to_string())?;
-    println!("sent {} ({}) -> HTTP {status}", sample.event_id, args.kind);
-    println!("{text}");
-    if status.is_success() {
-        Ok(())
-    } else {
-        Err(format!("the receiver answered {status}"))
+    let first = args.sequence.unwrap_or(1);
+    let mut samples: Vec<Sample> = (0..i64::from(args.count))
+        .map(|i| first + i)
+        .filter(|sequence| !args.omit.contains(sequence))
+        .map(|sequence| sample(format!("{event_id}-{sequence}"), Some(sequence)))
+        .collect();
+    if args.shuffle {
+        shuffle(&mut samples)?;
+    }
+    Ok(samples)
+}
+
+/// Fisher-Yates with the operating system's randomness.
+fn shuffle<T>(items: &mut [T]) -> Result<(), String> {
+    for i in (1..items.len()).rev() {
+        let random = u64::from_le_bytes(random_bytes::<8>().map_err(|e| e.to_string())?);
+        items.swap(i, (random % (i as u64 + 1)) as usize);
+    }
+    Ok(())
+}
+
+pub async fn run(args: SendArgs) -> Result<(), String> {
+    let secret = Secret::new(args.secret.clone());
+    let client = reqwest::Client::new();
+    for sample in samples(&args)? {
+        let signed = signed_sample(&args.kind, &secret, &sample)?;
+        let mut request = client
+            .post(&args.url)
+            .header("content-type", "application/json")
+            .body(signed.body);
+        for (name, value) in &signed.headers {
+            request = request.header(*name, value);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {e}", args.url))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        let sequence = sample
+            .sequence
+            .map(|s| format!(", sequence {s}"))
+            .unwrap_or_default();
+        println!(
+            "sent {} ({}{sequence}) -> HTTP {status}",
+            sample.event_id, args.kind
+        );
+        println!("{text}");
+        if !status.is_success() {
+            return Err(format!("the receiver answered {status}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> SendArgs {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            send: SendArgs,
+        }
+        let base = [
+            "send",
+            "--url",
+            "http://x",
+            "--secret",
+            "s",
+            "--account",
+            "a",
+        ];
+        let base = base
+            .iter()
+            .chain(["--amount", "5", "--event-id", "m"].iter());
+        let parsed: Wrapper = clap::Parser::parse_from(base.chain(extra.iter()));
+        parsed.send
+    }
+
+    fn sequences(samples: &[Sample]) -> Vec<i64> {
+        samples.iter().filter_map(|s| s.sequence).collect()
+    }
+
+    #[test]
+    fn one_event_by_default() {
+        let samples = samples(&args(&["--sequence", "7"])).unwrap();
+        assert_eq!(samples.len(), 1);
+        assert_eq!(
+            (samples[0].event_id.as_str(), samples[0].sequence),
+            ("m", Some(7))
+        );
+    }
+
+    #[test]
+    fn count_numbers_a_stream_and_omit_leaves_gaps() {
+        let samples = samples(&args(&["--count", "5", "--omit", "2", "--omit", "4"])).unwrap();
+        assert_eq!(sequences(&samples), [1, 3, 5]);
+        assert_eq!(samples[1].event_id, "m-3");
+        let order = sequences(&samples_of(&[
+            "--count",
+            "50",
+            "--shuffle",
+            "--sequence",
+            "10",
+        ]));
+        assert_ne!(order, (10..60).collect::<Vec<_>>(), "1 in 50! to fail");
+        let mut shuffled = order;
+        shuffled.sort_unstable();
+        assert_eq!(shuffled, (10..60).collect::<Vec<_>>());
+    }
+
+    fn samples_of(extra: &[&str]) -> Vec<Sample> {
+        samples(&args(extra)).unwrap()
     }
 }

@@ -9,8 +9,8 @@
 use std::str::FromStr;
 
 use super::ConfigError;
-use super::raw::{RawConfig, RawSource};
-use crate::source::OnStale;
+use super::raw::{RawConfig, RawOnStale, RawOnStaleTable, RawSource};
+use crate::domain::{OrderingMode, StaleAction};
 
 /// Reads one environment variable; injected so tests need not touch the
 /// process environment.
@@ -91,11 +91,62 @@ fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError>
     );
     set(&mut source.account_path, env(&var("ACCOUNT_PATH")));
     if let Some(text) = env(&var("ON_STALE")) {
-        source.on_stale = Some(match text.trim() {
-            "hold" => OnStale::Hold,
-            "apply" => OnStale::Apply,
-            _ => return Err(ConfigError::new(var("ON_STALE"), "must be hold or apply")),
+        source.on_stale = Some(parse_on_stale(&text).ok_or_else(|| {
+            ConfigError::new(
+                var("ON_STALE"),
+                "must be hold, apply, or per effect like credit=apply,debit=hold",
+            )
+        })?);
+    }
+    if let Some(text) = env(&var("ORDERING")) {
+        source.ordering = Some(match text.trim() {
+            "high-water" => OrderingMode::HighWater,
+            "contiguous" => OrderingMode::Contiguous,
+            _ => {
+                return Err(ConfigError::new(
+                    var("ORDERING"),
+                    "must be high-water or contiguous",
+                ));
+            }
         });
     }
+    set(
+        &mut source.first_sequence,
+        parsed(env, &var("FIRST_SEQUENCE"))?,
+    );
+    set(
+        &mut source.gap_timeout_secs,
+        parsed(env, &var("GAP_TIMEOUT_SECS"))?,
+    );
+    set(
+        &mut source.release_batch,
+        parsed(env, &var("RELEASE_BATCH"))?,
+    );
     Ok(())
+}
+
+fn parse_action(text: &str) -> Option<StaleAction> {
+    match text.trim() {
+        "hold" => Some(StaleAction::Hold),
+        "apply" => Some(StaleAction::Apply),
+        _ => None,
+    }
+}
+
+/// `hold`, `apply`, or `credit=apply,debit=hold` (either key may be left out).
+fn parse_on_stale(text: &str) -> Option<RawOnStale> {
+    if let Some(action) = parse_action(text) {
+        return Some(RawOnStale::Both(action));
+    }
+    let mut table = RawOnStaleTable::default();
+    for item in text.split(',') {
+        let (key, value) = item.split_once('=')?;
+        let action = Some(parse_action(value)?);
+        match key.trim() {
+            "credit" if table.credit.is_none() => table.credit = action,
+            "debit" if table.debit.is_none() => table.debit = action,
+            _ => return None,
+        }
+    }
+    Some(RawOnStale::PerEffect(table))
 }

@@ -3,6 +3,7 @@
 
 mod env;
 mod generated;
+mod ordering;
 mod raw;
 
 use std::collections::HashSet;
@@ -16,10 +17,13 @@ pub use generated::random_bytes;
 use crate::domain::SourceName;
 use crate::providers::{JsonPath, Mapping, provider_for};
 use crate::secret::Secret;
-use crate::source::{OnStale, Source};
+use crate::source::Source;
 use crate::store::PoolSettings;
 use generated::Flavor;
 use raw::{RawConfig, RawSource};
+
+/// The contiguous demo source configured when there is no config file.
+pub const DEMO_ORDERED_SOURCE: &str = "demo-ordered";
 
 /// The file read when neither `--config` nor `HOOKLEDGER_CONFIG` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "hookledger.toml";
@@ -129,6 +133,15 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             name: "demo".into(),
             kind: "standard-webhooks".into(),
             secrets: vec![secret.expose().to_owned()],
+            ..RawSource::default()
+        });
+        // The same sender, numbering its events: to watch a gap park events
+        // and release them in order (README's walkthrough).
+        raw.sources.push(RawSource {
+            name: DEMO_ORDERED_SOURCE.into(),
+            kind: "standard-webhooks".into(),
+            secrets: vec![secret.expose().to_owned()],
+            ordering: Some(crate::domain::OrderingMode::Contiguous),
             ..RawSource::default()
         });
     }
@@ -308,12 +321,13 @@ fn build_source(
         .unwrap_or(provider.default_account_path());
     let account_path = JsonPath::parse(account_path)
         .map_err(|e| ConfigError::new(format!("{key}.account_path"), e.to_string()))?;
+    let ordering = ordering::policy(&raw, provider, key)?;
     Ok(Source {
         name,
         provider,
         keys,
         tolerance_secs,
-        on_stale: raw.on_stale.unwrap_or(OnStale::Hold),
+        ordering,
         mapping: Mapping { account_path },
     })
 }

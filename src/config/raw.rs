@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::source::OnStale;
+use crate::domain::{OrderingMode, StaleAction};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +45,30 @@ pub struct RawSource {
     #[serde(default)]
     pub secrets: Vec<String>,
     pub tolerance_secs: Option<u64>,
-    pub on_stale: Option<OnStale>,
     pub account_path: Option<String>,
+    pub ordering: Option<OrderingMode>,
+    pub on_stale: Option<RawOnStale>,
+    pub first_sequence: Option<i64>,
+    pub gap_timeout_secs: Option<u64>,
+    pub release_batch: Option<u64>,
+}
+
+/// `on_stale = "hold"` (both effects, as in the core) or
+/// `on_stale = { credit = "apply", debit = "hold" }`; a key left out of the
+/// table keeps its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "\"hold\", \"apply\" or a table { credit = \"hold\" | \"apply\", debit = \"hold\" | \"apply\" }"
+)]
+pub enum RawOnStale {
+    Both(StaleAction),
+    PerEffect(RawOnStaleTable),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOnStaleTable {
+    pub credit: Option<StaleAction>,
+    pub debit: Option<StaleAction>,
 }

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::domain::{OnStale, OrderingMode, OrderingPolicy, StaleAction};
 
 fn with_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     let vars: HashMap<String, String> = vars
@@ -50,16 +51,19 @@ tolerance_secs = 60
     assert_eq!(stripe.keys.len(), 2);
     assert_eq!(stripe.keys[1].expose(), b"whsec_b");
     assert_eq!(
-        (stripe.tolerance_secs, stripe.on_stale),
-        (300, OnStale::Hold)
+        (stripe.tolerance_secs, stripe.ordering),
+        (300, OrderingPolicy::default())
     );
     assert_eq!(
         stripe.mapping.account_path.as_str(),
         "data.object.metadata.account_id"
     );
     assert_eq!(
-        (config.sources[1].tolerance_secs, config.sources[1].on_stale),
-        (60, OnStale::Apply)
+        (
+            config.sources[1].tolerance_secs,
+            config.sources[1].ordering.on_stale
+        ),
+        (60, OnStale::both(StaleAction::Apply))
     );
     assert!(config.self_managed.is_empty());
 }
@@ -81,7 +85,115 @@ fn environment_overrides_scalars_and_source_settings() {
         ("0.0.0.0:1", 1024)
     );
     assert_eq!(config.sources[0].keys.len(), 2);
-    assert_eq!(config.sources[0].on_stale, OnStale::Apply);
+    assert_eq!(
+        config.sources[0].ordering.on_stale,
+        OnStale::both(StaleAction::Apply)
+    );
+}
+
+fn ordering_of(text: &str, vars: &[(&str, &str)]) -> Result<OrderingPolicy, ConfigError> {
+    let source = format!(
+        "[[sources]]\nname = \"ledger\"\nkind = \"standard-webhooks\"\nsecrets = [\"whsec_YWJj\"]\n{text}"
+    );
+    parse(&source, vars).map(|config| config.sources[0].ordering)
+}
+
+#[test]
+fn ordering_defaults_to_high_water_applying_late_credits_and_holding_late_debits() {
+    let policy = ordering_of("", &[]).unwrap();
+    assert_eq!(policy.mode, OrderingMode::HighWater);
+    assert_eq!(
+        policy.on_stale,
+        OnStale {
+            credit: StaleAction::Apply,
+            debit: StaleAction::Hold
+        }
+    );
+    assert_eq!(
+        (
+            policy.first_sequence,
+            policy.gap_timeout_secs,
+            policy.release_batch
+        ),
+        (1, 3600, 500)
+    );
+}
+
+#[test]
+fn on_stale_takes_one_action_or_one_per_effect() {
+    let hold = ordering_of("on_stale = \"hold\"", &[]).unwrap();
+    assert_eq!(hold.on_stale, OnStale::both(StaleAction::Hold));
+    let table = ordering_of("on_stale = { credit = \"hold\", debit = \"apply\" }", &[]).unwrap();
+    assert_eq!(
+        table.on_stale,
+        OnStale {
+            credit: StaleAction::Hold,
+            debit: StaleAction::Apply
+        }
+    );
+    let partial = ordering_of("on_stale = { debit = \"apply\" }", &[]).unwrap();
+    assert_eq!(partial.on_stale, OnStale::both(StaleAction::Apply));
+    let bad = ordering_of("on_stale = { credit = \"drop\" }", &[]).unwrap_err();
+    assert_eq!(bad.key, "line 5", "{bad}");
+    assert!(bad.message.contains("credit = "), "{}", bad.message);
+    let typo = ordering_of("on_stale = { credits = \"hold\" }", &[]).unwrap_err();
+    assert_eq!(typo.key, "line 5", "{typo}");
+}
+
+#[test]
+fn ordering_keys_come_from_the_environment_too() {
+    let var = |key: &str| format!("HOOKLEDGER_SOURCE_LEDGER_{key}");
+    let vars = [
+        (var("ORDERING"), "contiguous"),
+        (var("ON_STALE"), "credit=hold, debit=apply"),
+        (var("FIRST_SEQUENCE"), "0"),
+        (var("GAP_TIMEOUT_SECS"), "60"),
+        (var("RELEASE_BATCH"), "7"),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let policy = ordering_of("", &vars).unwrap();
+    assert_eq!(
+        policy,
+        OrderingPolicy {
+            mode: OrderingMode::Contiguous,
+            on_stale: OnStale {
+                credit: StaleAction::Hold,
+                debit: StaleAction::Apply
+            },
+            first_sequence: 0,
+            gap_timeout_secs: 60,
+            release_batch: 7,
+        }
+    );
+    for (key, value) in [
+        ("ON_STALE", "credit=apply,credit=hold"),
+        ("ON_STALE", "later"),
+        ("ORDERING", "strict"),
+    ] {
+        let name = var(key);
+        let err = ordering_of("", &[(&name, value)]).unwrap_err();
+        assert_eq!(err.key, name, "{value}");
+    }
+}
+
+#[test]
+fn contiguous_ordering_is_refused_for_kinds_without_a_sequence_number() {
+    let err = parse(
+        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"x\"]\nordering = \"contiguous\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(err.key, "sources[s].ordering");
+    assert!(err.message.contains("kind stripe"), "{}", err.message);
+    for (line, key) in [
+        ("first_sequence = -1", "first_sequence"),
+        ("gap_timeout_secs = 0", "gap_timeout_secs"),
+        ("release_batch = 0", "release_batch"),
+        ("release_batch = 10001", "release_batch"),
+    ] {
+        let err = ordering_of(line, &[]).unwrap_err();
+        assert_eq!(err.key, format!("sources[ledger].{key}"), "{line}");
+    }
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub struct Posting {
     pub amount: PositiveAmount,
     /// Ordering key within (source, account): higher is newer.
     pub sequence: i64,
+    /// The sender numbered the event itself; false when the sequence is a
+    /// timestamp the kind fell back to (contiguous ordering needs a number).
+    pub explicit_sequence: bool,
 }
 
 impl Posting {
@@ -76,6 +79,20 @@ pub struct Rejection {
     pub sequence: Option<i64>,
 }
 
+/// Sequences are bounded to +/-2^62 so that every comparison and step the
+/// guards make (`guard + 1`, `sequence - 1`) stays exact in SQL on both
+/// backends; real senders use counters or unix times, far below this.
+pub const MAX_SEQUENCE: i64 = 1 << 62;
+
+fn bounded_sequence(sequence: Result<i64, String>) -> Result<i64, String> {
+    match sequence {
+        Ok(s) if !(-MAX_SEQUENCE..=MAX_SEQUENCE).contains(&s) => Err(format!(
+            "sequence {s} is outside the supported range of +/-2^62"
+        )),
+        other => other,
+    }
+}
+
 fn signed(direction: Direction, minor: i64) -> i64 {
     match direction {
         Direction::Credit => minor,
@@ -96,6 +113,8 @@ pub struct PostingFields<'a> {
     pub amount: Option<&'a Value>,
     /// The ordering key, or why the provider could not find one.
     pub sequence: Result<i64, String>,
+    /// The sequence is the sender's own number, not a fallback timestamp.
+    pub explicit_sequence: bool,
 }
 
 impl PostingFields<'_> {
@@ -119,21 +138,23 @@ impl PostingFields<'_> {
             )),
         };
         let amount = PositiveAmount::from_json(self.amount).map_err(|e| e.to_string());
+        let sequence = bounded_sequence(self.sequence);
         for result in [
             account.as_ref().err(),
             currency.as_ref().err(),
             amount.as_ref().err(),
-            self.sequence.as_ref().err(),
+            sequence.as_ref().err(),
         ] {
             problems.extend(result.cloned());
         }
-        match (account, currency, amount, self.sequence) {
+        match (account, currency, amount, sequence) {
             (Ok(account), Ok(currency), Ok(amount), Ok(sequence)) => Movement::Post(Posting {
                 direction: self.direction,
                 account,
                 currency,
                 amount,
                 sequence,
+                explicit_sequence: self.explicit_sequence,
             }),
             (account, currency, amount, sequence) => Movement::Rejected(Rejection {
                 reason: problems.join("; "),
@@ -159,6 +180,7 @@ mod tests {
             currency: Some(currency),
             amount: Some(amount),
             sequence: Ok(7),
+            explicit_sequence: true,
         }
     }
 
@@ -187,6 +209,27 @@ mod tests {
         assert_eq!(rejection.account, None);
         assert_eq!(rejection.signed_amount, Some(-100));
         assert_eq!(rejection.sequence, Some(7));
+    }
+
+    #[test]
+    fn sequences_beyond_two_to_the_62_are_refused() {
+        let (a, c, m) = (json!("acct_1"), json!("usd"), json!(250));
+        for (sequence, ok) in [
+            (MAX_SEQUENCE, true),
+            (-MAX_SEQUENCE, true),
+            (i64::MAX, false),
+        ] {
+            let mut f = fields(&a, &c, &m);
+            f.sequence = Ok(sequence);
+            match f.into_movement() {
+                Movement::Post(posting) => assert!(ok && posting.sequence == sequence),
+                Movement::Rejected(r) => {
+                    assert!(!ok, "{sequence}");
+                    assert!(r.reason.contains("+/-2^62"), "{}", r.reason);
+                }
+                Movement::None => unreachable!(),
+            }
+        }
     }
 
     #[test]

@@ -6,10 +6,17 @@ mod currency;
 mod event;
 mod ids;
 mod money;
+mod ordering;
 mod status;
 
 pub use currency::{Currency, CurrencyError};
-pub use event::{Direction, Movement, NormalisedEvent, Posting, PostingFields, Rejection};
+pub use event::{
+    Direction, MAX_SEQUENCE, Movement, NormalisedEvent, Posting, PostingFields, Rejection,
+};
 pub use ids::{AccountId, EventId, IdError, SourceName};
 pub use money::{AmountError, MAX_AMOUNT_MINOR, PositiveAmount, format_minor};
+pub use ordering::{
+    DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, OnStale, OrderingMode, OrderingPolicy, Ranges,
+    Slot, StaleAction, contiguous_slot, missing_ranges,
+};
 pub use status::Status;

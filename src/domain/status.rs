@@ -17,15 +17,19 @@ pub enum Status {
     Rejected,
     /// An operator decided a held event will never be applied.
     Dismissed,
+    /// Parked behind a gap in a contiguous stream: applied, in order, the
+    /// moment its predecessors are (or an operator skips the gap).
+    Waiting,
 }
 
 impl Status {
-    pub const ALL: [Status; 5] = [
+    pub const ALL: [Status; 6] = [
         Status::Applied,
         Status::Stale,
         Status::Ignored,
         Status::Rejected,
         Status::Dismissed,
+        Status::Waiting,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +39,7 @@ impl Status {
             Status::Ignored => "ignored",
             Status::Rejected => "rejected",
             Status::Dismissed => "dismissed",
+            Status::Waiting => "waiting",
         }
     }
 
@@ -51,7 +56,7 @@ impl fmt::Display for Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown status {0:?} (expected applied, stale, ignored, rejected or dismissed)")]
+#[error("unknown status {0:?} (expected applied, stale, ignored, rejected, dismissed or waiting)")]
 pub struct UnknownStatus(pub String);
 
 impl FromStr for Status {

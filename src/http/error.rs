@@ -101,6 +101,7 @@ impl From<OperatorError> for ApiError {
         match error {
             OperatorError::NotFound => ApiError::NotFound("event"),
             OperatorError::WrongStatus(status, wanted) => ApiError::WrongStatus { status, wanted },
+            OperatorError::NothingWaiting => ApiError::NotFound("waiting event"),
             OperatorError::Store(e) => e.into(),
         }
     }

@@ -10,7 +10,9 @@ use crate::context::Context;
 use crate::receive::receive;
 
 /// 200 only after the transaction committed, with the event's stored status;
-/// `duplicate: true` for a redelivery. See README for every other status.
+/// `duplicate: true` for a redelivery; `released: n` when the event closed a
+/// gap and n parked events were applied after it. See README for every other
+/// status.
 pub async fn receive_webhook(
     context: Data<Context>,
     source: Path<String>,
@@ -24,9 +26,13 @@ pub async fn receive_webhook(
     };
     let body = read_limited(&request, payload, context.max_body_bytes).await?;
     let outcome = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
-    Ok(HttpResponse::Ok().json(json!({
+    let mut answer = json!({
         "status": outcome.status,
         "duplicate": outcome.duplicate,
         "event_id": outcome.event_id.as_str(),
-    })))
+    });
+    if outcome.released > 0 {
+        answer["released"] = json!(outcome.released);
+    }
+    Ok(HttpResponse::Ok().json(answer))
 }

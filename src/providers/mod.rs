@@ -39,6 +39,13 @@ pub trait Provider: Sync + 'static {
     /// Where the customer account id lives in this provider's payload.
     fn default_account_path(&self) -> &'static str;
 
+    /// Whether an event of this kind can carry the sender's own sequence
+    /// number (needed by `ordering = "contiguous"`). Kinds that only have an
+    /// event time say no, and config validation refuses contiguous for them.
+    fn carries_sequence(&self) -> bool {
+        false
+    }
+
     /// Turns a configured secret into HMAC key bytes, or says why it cannot.
     fn key_from_secret(&self, secret: &Secret) -> Result<KeyBytes, String>;
 

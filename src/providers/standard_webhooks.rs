@@ -86,6 +86,10 @@ impl Provider for StandardWebhooks {
         "data.account_id"
     }
 
+    fn carries_sequence(&self) -> bool {
+        true
+    }
+
     fn key_from_secret(&self, secret: &Secret) -> Result<KeyBytes, String> {
         let encoded = secret
             .expose()
@@ -191,6 +195,9 @@ impl Provider for StandardWebhooks {
                 currency: data.and_then(|d| d.get("currency")),
                 amount: data.and_then(|d| d.get("amount_minor")),
                 sequence: sequence(data, &event_time, verified.timestamp),
+                explicit_sequence: data
+                    .and_then(|d| d.get("sequence"))
+                    .is_some_and(|s| !s.is_null()),
             }
             .into_movement(),
         };

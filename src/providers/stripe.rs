@@ -132,6 +132,7 @@ impl Provider for Stripe {
                 currency: object.and_then(|o| o.get("currency")),
                 amount: object.and_then(|o| o.get("amount_received")),
                 sequence: created.ok_or_else(|| "created is missing or not an integer".to_owned()),
+                explicit_sequence: false,
             }
             .into_movement()
         } else {

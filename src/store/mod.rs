@@ -3,7 +3,9 @@
 //! backends, stamped out for each by the `on_*!` macros below so that it is
 //! type-checked against both.
 
+mod check;
 mod error;
+mod gaps;
 mod read;
 mod rows;
 mod write;
@@ -16,10 +18,11 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
+pub use check::Violation;
 pub use error::StoreError;
-pub use read::{EventFilter, Violation};
-pub use rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
-pub use write::{Claimed, IntentUpsert, NewAudit, NewIntent, NewLedgerEntry, WriteTx};
+pub use read::EventFilter;
+pub use rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, LedgerEntryRow};
+pub use write::{Claimed, IntentUpsert, NewAudit, NewIntent, NewLedgerEntry, Parked, WriteTx};
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.
 macro_rules! on_pool {

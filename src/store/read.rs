@@ -1,8 +1,6 @@
-//! Read queries for the admin API and page, and the ledger invariant check.
+//! Read queries for the admin API and page.
 //! Pagination is keyset on integer ids, newest first: SQLite stores times as
 //! text, so ids, not times, define the order.
-
-use serde::Serialize;
 
 use super::rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
 use super::{Store, StoreError, on_pool};
@@ -13,7 +11,7 @@ macro_rules! event_columns {
     () => {
         "intent_id, source, event_id, event_type, status, reason, account_id, currency, \
          amount_minor, object_id, event_sequence as sequence, occurred_at, deliveries, conflicts, \
-         payload_sha256, first_received_at, last_received_at"
+         payload_sha256, first_received_at, last_received_at, late"
     };
 }
 
@@ -60,50 +58,25 @@ where account_id = $1 and ($2 is null or entry_id < $2)
 order by entry_id desc
 limit $3";
 
+/// The parked events of one account, in the order they will be applied.
+const WAITING_EVENTS: &str = concat!(
+    "select ",
+    event_columns!(),
+    " from intents where source = $1 and account_id = $2 and status = 'waiting'
+order by event_sequence
+limit $3"
+);
+
 const EVENT_AUDIT: &str = "
-select audit_id, action, source, event_id, previous_status, actor, note, created_at
+select audit_id, action, source, event_id, account_id, previous_status, actor, note, detail,
+    created_at
 from audit_log where source = $1 and event_id = $2 order by audit_id";
 
-/// Every (account, currency) whose balance is not the sum of its ledger.
-/// `cast` because PostgreSQL's sum(bigint) is numeric.
-const BALANCE_MISMATCHES: &str = "
-select account_id, currency,
-    cast(sum(balance) as bigint) as balance_minor,
-    cast(sum(entry) as bigint) as ledger_minor
-from (
-    select account_id, currency, balance_minor as balance, 0 as entry from balances
-    union all
-    select account_id, currency, 0 as balance, amount_minor as entry from ledger_entries
-) as t
-group by account_id, currency
-having sum(balance) <> sum(entry)
-order by account_id, currency";
-
-/// Ledger entries whose intent is missing, not applied, or disagrees
-/// (`is distinct from`: a NULL on the intent side is a disagreement too).
-const ORPHAN_ENTRIES: &str = "
-select l.source, l.event_id from ledger_entries l
-left join intents i on i.intent_id = l.intent_id
-where i.intent_id is null or i.status <> 'applied'
-    or i.source <> l.source or i.event_id <> l.event_id
-    or i.account_id is distinct from l.account_id
-    or i.currency is distinct from l.currency
-    or i.amount_minor is distinct from l.amount_minor
-order by l.entry_id";
-
-/// Applied intents without their ledger entry.
-const UNPOSTED_INTENTS: &str = "
-select i.source, i.event_id from intents i
-left join ledger_entries l on l.intent_id = i.intent_id
-where i.status = 'applied' and l.entry_id is null
-order by i.intent_id";
-
-/// Keys stored twice. The unique constraints make this impossible; the check
-/// proves the constraints are in place on this database.
-const DUPLICATE_KEYS: &str = "
-select source, event_id from intents group by source, event_id having count(*) > 1
-union all
-select source, event_id from ledger_entries group by source, event_id having count(*) > 1";
+/// Account-level actions (skip gap) on one account of one source.
+const ACCOUNT_AUDIT: &str = "
+select audit_id, action, source, event_id, account_id, previous_status, actor, note, detail,
+    created_at
+from audit_log where source = $1 and account_id = $2 order by audit_id desc limit $3";
 
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
@@ -112,31 +85,6 @@ pub struct EventFilter {
     pub account_id: Option<String>,
     pub before: Option<i64>,
     pub limit: i64,
-}
-
-/// A broken ledger invariant. None of these can happen if every balance
-/// change goes through the one transaction; the check proves it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Violation {
-    BalanceMismatch {
-        account_id: String,
-        currency: String,
-        balance_minor: i64,
-        ledger_minor: i64,
-    },
-    EntryWithoutAppliedIntent {
-        source: String,
-        event_id: String,
-    },
-    AppliedIntentWithoutEntry {
-        source: String,
-        event_id: String,
-    },
-    DuplicateKey {
-        source: String,
-        event_id: String,
-    },
 }
 
 impl Store {
@@ -191,6 +139,35 @@ impl Store {
             .await)?)
     }
 
+    pub async fn waiting_events(
+        &self,
+        source: &str,
+        account_id: &str,
+        limit: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(WAITING_EVENTS)
+            .bind(source)
+            .bind(account_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    /// The newest account-level audit rows first.
+    pub async fn account_audit(
+        &self,
+        source: &str,
+        account_id: &str,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(ACCOUNT_AUDIT)
+            .bind(source)
+            .bind(account_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
+    }
+
     pub async fn event_audit(
         &self,
         source: &str,
@@ -201,44 +178,5 @@ impl Store {
             .bind(event_id)
             .fetch_all(pool)
             .await)?)
-    }
-
-    /// Checks that balance = sum of ledger for every (account, currency), that
-    /// ledger entries and applied intents correspond one to one, and that no
-    /// (source, event_id) is stored twice.
-    pub async fn check_invariants(&self) -> Result<Vec<Violation>, StoreError> {
-        let mismatches: Vec<(String, String, i64, i64)> =
-            on_pool!(self, pool => sqlx::query_as(BALANCE_MISMATCHES).fetch_all(pool).await)?;
-        let orphans: Vec<(String, String)> =
-            on_pool!(self, pool => sqlx::query_as(ORPHAN_ENTRIES).fetch_all(pool).await)?;
-        let duplicates: Vec<(String, String)> =
-            on_pool!(self, pool => sqlx::query_as(DUPLICATE_KEYS).fetch_all(pool).await)?;
-        let unposted: Vec<(String, String)> =
-            on_pool!(self, pool => sqlx::query_as(UNPOSTED_INTENTS).fetch_all(pool).await)?;
-        let mismatches =
-            mismatches
-                .into_iter()
-                .map(|(account_id, currency, balance_minor, ledger_minor)| {
-                    Violation::BalanceMismatch {
-                        account_id,
-                        currency,
-                        balance_minor,
-                        ledger_minor,
-                    }
-                });
-        let orphans = orphans
-            .into_iter()
-            .map(|(source, event_id)| Violation::EntryWithoutAppliedIntent { source, event_id });
-        let unposted = unposted
-            .into_iter()
-            .map(|(source, event_id)| Violation::AppliedIntentWithoutEntry { source, event_id });
-        let duplicates = duplicates
-            .into_iter()
-            .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
-        Ok(mismatches
-            .chain(orphans)
-            .chain(unposted)
-            .chain(duplicates)
-            .collect())
     }
 }

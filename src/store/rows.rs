@@ -47,6 +47,8 @@ pub struct EventRow {
     pub payload_sha256: String,
     pub first_received_at: DateTime<Utc>,
     pub last_received_at: DateTime<Utc>,
+    /// Arrived below its account's sequence guard (applied late or stale).
+    pub late: bool,
 }
 
 /// An event with its raw payload, for the detail view.
@@ -85,9 +87,27 @@ pub struct AuditRow {
     pub audit_id: i64,
     pub action: String,
     pub source: String,
-    pub event_id: String,
+    /// The event acted on; none for account-level actions (skip gap).
+    pub event_id: Option<String>,
+    pub account_id: Option<String>,
     pub previous_status: String,
     pub actor: String,
     pub note: Option<String>,
+    /// What an account-level action did.
+    pub detail: Option<String>,
     pub created_at: DateTime<Utc>,
+}
+
+/// An account of a source with events parked behind a gap.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct GapRow {
+    pub source: String,
+    pub account_id: String,
+    /// The last number applied (or skipped): the next expected is one more.
+    pub guard: i64,
+    pub waiting: i64,
+    pub lowest_waiting: i64,
+    pub highest_waiting: i64,
+    /// When the oldest parked event arrived: the gap is at least this old.
+    pub waiting_since: DateTime<Utc>,
 }

@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 
 use crate::helpers::{
-    ADMIN_TOKEN, Backend, TestApp, assert_error, credit, credit_seq, json_with_status,
+    ADMIN_TOKEN, Backend, TestApp, assert_error, credit, credit_seq, debit_seq, json_with_status,
 };
 
 /// Every admin API route, with a method and a concrete path.
@@ -20,7 +20,8 @@ const API_ROUTES: [(&str, &str); 7] = [
 async fn every_api_route_needs_the_token(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     app.send_ok(&credit_seq("msg_0", "acct_1", 1, 2)).await;
-    app.send_ok(&credit_seq("msg_1", "acct_1", 1, 1)).await;
+    // A late debit: held as stale.
+    app.send_ok(&debit_seq("msg_1", "acct_1", 1, 1)).await;
     for (method, path) in API_ROUTES {
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let bare = app
@@ -123,7 +124,8 @@ async fn events_filter_and_paginate_newest_first(backend: Backend) {
 async fn bad_admin_requests_are_400_or_404(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     app.send_ok(&credit_seq("msg_0", "acct_1", 1, 2)).await;
-    app.send_ok(&credit_seq("msg_1", "acct_1", 1, 1)).await;
+    // A late debit: held as stale.
+    app.send_ok(&debit_seq("msg_1", "acct_1", 1, 1)).await;
     assert_error(
         app.admin_get("/admin/api/events?status=pending").await,
         StatusCode::BAD_REQUEST,

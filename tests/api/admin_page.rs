@@ -3,7 +3,7 @@
 
 use reqwest::{Response, StatusCode};
 
-use crate::helpers::{ADMIN_TOKEN, Backend, TestApp, credit_seq, json_with_status};
+use crate::helpers::{ADMIN_TOKEN, Backend, TestApp, credit_seq, debit_seq, json_with_status};
 
 /// Logs in through the form; returns the `Cookie` header value.
 async fn login(app: &TestApp) -> String {
@@ -223,10 +223,11 @@ async fn payloads_render_as_text(backend: Backend) {
 async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 2)).await;
-    app.send_ok(&credit_seq("msg_2", "acct_1", 250, 1)).await;
+    // A late debit is held as stale.
+    app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await;
     let cookie = login(&app).await;
     let detail = page(&app, "/admin/events/demo/msg_2", &cookie).await;
-    assert!(detail.contains("Apply USD 2.50 to acct_1"), "{detail}");
+    assert!(detail.contains("Apply USD -2.50 to acct_1"), "{detail}");
     let csrf = csrf_in(&detail);
     let apply = "/admin/events/demo/msg_2/apply";
 
@@ -278,7 +279,7 @@ async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
         ok.headers()["location"],
         "/admin/events/demo/msg_2?done=apply"
     );
-    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
     let after = page(&app, "/admin/events/demo/msg_2?done=apply", &cookie).await;
     assert!(
         after.contains("Applied")
@@ -294,7 +295,7 @@ async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
     )
     .await;
     assert_eq!(twice.status(), StatusCode::CONFLICT);
-    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
     app.assert_invariants().await;
 }
 
@@ -315,8 +316,9 @@ async fn sessions_expire(backend: Backend) {
 async fn held_events_are_listed_and_can_be_dismissed_or_applied_by_script(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 3)).await;
-    app.send_ok(&credit_seq("msg_2", "acct_1", 250, 2)).await;
-    app.send_ok(&credit_seq("msg_3", "acct_1", 40, 1)).await;
+    // Late debits are held.
+    app.send_ok(&debit_seq("msg_2", "acct_1", 250, 2)).await;
+    app.send_ok(&debit_seq("msg_3", "acct_1", 40, 1)).await;
     let cookie = login(&app).await;
     let dashboard = page(&app, "/admin", &cookie).await;
     let held = dashboard.split("<h1>Recent events</h1>").next().unwrap();
@@ -356,7 +358,7 @@ async fn held_events_are_listed_and_can_be_dismissed_or_applied_by_script(backen
     assert_eq!(scripted.status(), StatusCode::SEE_OTHER);
     let event = app.event("demo", "msg_3").await;
     assert_eq!(event["audit"][0]["actor"], "admin (token)");
-    assert_eq!(app.balance("acct_1", "USD").await, 1040);
+    assert_eq!(app.balance("acct_1", "USD").await, 960);
     app.assert_invariants().await;
 }
 

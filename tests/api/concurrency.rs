@@ -7,7 +7,7 @@ use futures::future::join_all;
 use hookledger::providers::Sample;
 use reqwest::StatusCode;
 
-use crate::helpers::{Backend, TestApp, credit, credit_seq, json_with_status};
+use crate::helpers::{Backend, TestApp, credit, credit_seq, debit_seq, json_with_status};
 
 const ACCOUNTS: usize = 5;
 
@@ -67,18 +67,29 @@ async fn two_hundred_concurrent_deliveries_sum_exactly(backend: Backend) {
     app.assert_invariants().await;
 }
 
-async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: Backend) {
+async fn concurrent_late_debits_are_held_and_everything_else_applies(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    // 60 events with distinct sequences across 3 accounts, delivered at once
-    // in a scrambled order: some arrive after a newer one and are held.
+    // 60 events with distinct sequences across 3 accounts, every 4th a
+    // debit, delivered at once in a scrambled order: late credits apply, late
+    // debits are held, nothing is lost.
     let events: Vec<Sample> = (0..60)
         .map(|i| {
-            credit_seq(
+            let sample = credit_seq(
                 &format!("msg_{i}"),
                 &account(i % 3),
                 10 + i as i64,
                 i as i64,
-            )
+            );
+            if i % 4 == 1 {
+                debit_seq(
+                    &sample.event_id,
+                    &sample.account_id,
+                    sample.amount_minor,
+                    i as i64,
+                )
+            } else {
+                sample
+            }
         })
         .collect();
     let order = shuffled((0..60).collect());
@@ -92,6 +103,10 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
         answers.iter().filter(|a| a["status"] == "applied").count() + stale.len(),
         60
     );
+    for id in &stale {
+        let i: usize = id["msg_".len()..].parse().unwrap();
+        assert_eq!(i % 4, 1, "only debits are held, not {id}");
+    }
     for newest in ["msg_57", "msg_58", "msg_59"] {
         assert_eq!(
             app.event("demo", newest).await["status"],
@@ -100,9 +115,9 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
         );
     }
     // However the deliveries interleaved, each guard ended at its account's
-    // highest sequence (57, 58, 59): one below it is stale.
+    // highest sequence (57, 58, 59): a debit one below it is late.
     for (a, below_newest) in [(0, 56), (1, 57), (2, 58)] {
-        let probe = credit_seq(&format!("probe_{a}"), &account(a), 1, below_newest);
+        let probe = debit_seq(&format!("probe_{a}"), &account(a), 1, below_newest);
         assert_eq!(
             app.send_ok(&probe).await["status"],
             "stale",
@@ -113,7 +128,7 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
         json_with_status(app.admin_post(&dismiss, "").await, StatusCode::OK).await;
     }
     app.assert_invariants().await;
-    // Every held event can be applied once; then every credit is in.
+    // Every held event can be applied once; then every event is in.
     for id in &stale {
         let response = app
             .admin_post(&format!("/admin/api/events/demo/{id}/apply"), "")
@@ -125,7 +140,13 @@ async fn concurrent_out_of_order_events_are_applied_or_held_never_lost(backend: 
             .iter()
             .enumerate()
             .filter(|(i, _)| i % 3 == a)
-            .map(|(_, s)| s.amount_minor)
+            .map(|(i, s)| {
+                if i % 4 == 1 {
+                    -s.amount_minor
+                } else {
+                    s.amount_minor
+                }
+            })
             .sum();
         assert_eq!(app.balance(&account(a), "USD").await, sum);
     }
@@ -167,5 +188,5 @@ async fn two_instances_share_one_database(backend: Backend) {
 both_backends!(
     two_instances_share_one_database,
     two_hundred_concurrent_deliveries_sum_exactly,
-    concurrent_out_of_order_events_are_applied_or_held_never_lost,
+    concurrent_late_debits_are_held_and_everything_else_applies,
 );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use hookledger::cli::{SignedRequest, sign_body, signed_sample};
-use hookledger::clock::ManualClock;
+use hookledger::clock::{Clock, ManualClock};
 use hookledger::config::from_toml;
 use hookledger::providers::Sample;
 use hookledger::secret::Secret;
@@ -67,6 +67,21 @@ name = "lenient"
 kind = "standard-webhooks"
 secrets = ["{DEMO_SECRET}"]
 on_stale = "apply"
+
+[[sources]]
+name = "ledger"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+ordering = "contiguous"
+gap_timeout_secs = 600
+
+[[sources]]
+name = "ledger-small"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+ordering = "contiguous"
+first_sequence = 0
+release_batch = 3
 {extra_sources}
 "#
     )
@@ -215,6 +230,19 @@ impl TestApp {
         json_with_status(self.send(sample).await, StatusCode::OK).await
     }
 
+    /// Delivers a Standard Webhooks sample to `source`, signed at the test
+    /// clock's current time, expecting 200.
+    pub async fn send_to(&self, source: &str, sample: &Sample) -> Value {
+        let sample = Sample {
+            timestamp: self.clock.now().timestamp(),
+            ..sample.clone()
+        };
+        let response = self
+            .deliver(source, "standard-webhooks", DEMO_SECRET, &sample)
+            .await;
+        json_with_status(response, StatusCode::OK).await
+    }
+
     pub async fn admin_get(&self, path: &str) -> Response {
         self.client
             .get(self.url(path))
@@ -332,6 +360,14 @@ pub fn credit_seq(event_id: &str, account: &str, amount_minor: i64, sequence: i6
     Sample {
         sequence: Some(sequence),
         ..credit(event_id, account, amount_minor)
+    }
+}
+
+/// A Standard Webhooks debit with an explicit sequence.
+pub fn debit_seq(event_id: &str, account: &str, amount_minor: i64, sequence: i64) -> Sample {
+    Sample {
+        event_type: Some("balance.debit".to_owned()),
+        ..credit_seq(event_id, account, amount_minor, sequence)
     }
 }
 

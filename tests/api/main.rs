@@ -12,6 +12,7 @@ mod admin_page;
 mod bad_input;
 mod cli;
 mod concurrency;
+mod contiguous;
 mod credits;
 mod duplicates;
 mod health;

@@ -1,28 +1,31 @@
-//! The sequence guard: an older event never silently overrides a newer one;
-//! it is held for an operator, who can apply it exactly once or dismiss it.
+//! The high-water guard (the default ordering): a late credit applies and is
+//! marked late; a late debit is held for an operator, who can apply it
+//! exactly once or dismiss it. `on_stale` changes either per source.
 
 use futures::future::join_all;
 use reqwest::StatusCode;
 
 use crate::helpers::{
-    Backend, DEMO_SECRET, TestApp, assert_error, body_of, credit, credit_seq, json_with_status, now,
+    Backend, DEMO_SECRET, Options, TestApp, assert_error, body_of, credit, credit_seq, debit_seq,
+    json_with_status, now,
 };
 
 const APPLY_2: &str = "/admin/api/events/demo/msg_2/apply";
 
-/// Credits msg_1 with sequence 2, then msg_2 with sequence 1 (stale).
+/// Credits msg_1 with sequence 2, then debits msg_2 with sequence 1 (late,
+/// so held as stale).
 async fn out_of_order_pair(app: &TestApp) {
     assert_eq!(
         app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 2)).await["status"],
         "applied"
     );
     assert_eq!(
-        app.send_ok(&credit_seq("msg_2", "acct_1", 250, 1)).await["status"],
+        app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await["status"],
         "stale"
     );
 }
 
-async fn an_older_event_is_held_as_stale(backend: Backend) {
+async fn a_late_debit_is_held_as_stale(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     out_of_order_pair(&app).await;
     assert_eq!(
@@ -33,6 +36,7 @@ async fn an_older_event_is_held_as_stale(backend: Backend) {
     let event = app.event("demo", "msg_2").await;
     assert_eq!(event["status"], "stale");
     assert_eq!(event["sequence"], 1);
+    assert_eq!(event["late"], true);
     assert_eq!(
         event["reason"],
         "out of order: sequence 1 is below 2, already applied for this account"
@@ -45,9 +49,61 @@ async fn an_older_event_is_held_as_stale(backend: Backend) {
     assert_eq!(held["events"][0]["event_id"], "msg_2");
     // A redelivery of the stale event stays stale and changes nothing.
     assert_eq!(
-        app.send_ok(&credit_seq("msg_2", "acct_1", 250, 1)).await["duplicate"],
+        app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await["duplicate"],
         true
     );
+    assert_eq!(app.balance("acct_1", "USD").await, 1000);
+    app.assert_invariants().await;
+}
+
+async fn a_late_credit_applies_and_keeps_the_guard(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 5)).await;
+    let late = app.send_ok(&credit_seq("msg_2", "acct_1", 250, 3)).await;
+    assert_eq!(late["status"], "applied");
+    let event = app.event("demo", "msg_2").await;
+    assert_eq!(event["late"], true);
+    assert_eq!(event["reason"], "applied out of order: sequence 3 below 5");
+    assert_eq!(app.event("demo", "msg_1").await["late"], false);
+    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    // The guard stayed at 5: a debit at 4 is late too, and held.
+    assert_eq!(
+        app.send_ok(&debit_seq("msg_3", "acct_1", 1, 4)).await["status"],
+        "stale"
+    );
+    let listed = app.events().await;
+    let late_ids: Vec<&str> = listed
+        .iter()
+        .filter(|e| e["late"] == true)
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(late_ids, ["msg_3", "msg_2"], "lists mark late events");
+    let metrics = json_with_status(app.admin_get("/admin/api/metrics").await, StatusCode::OK).await;
+    assert_eq!(metrics["ordering"]["demo"]["late_credit_applied"], 1);
+    assert_eq!(metrics["ordering"]["demo"]["late_debit_held"], 1);
+    app.assert_invariants().await;
+}
+
+async fn on_stale_hold_holds_late_credits_too(backend: Backend) {
+    let options = Options {
+        extra_sources: &format!(
+            "[[sources]]\nname = \"strict\"\nkind = \"standard-webhooks\"\nsecrets = [\"{DEMO_SECRET}\"]\non_stale = \"hold\"\n"
+        ),
+        ..Options::default()
+    };
+    let app = TestApp::spawn_with(backend, options).await;
+    let strict = |sample| {
+        let app = &app;
+        async move {
+            let response = app
+                .deliver("strict", "standard-webhooks", DEMO_SECRET, &sample)
+                .await;
+            json_with_status(response, StatusCode::OK).await
+        }
+    };
+    strict(credit_seq("msg_1", "acct_1", 1000, 2)).await;
+    let late = strict(credit_seq("msg_2", "acct_1", 250, 1)).await;
+    assert_eq!(late["status"], "stale");
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
     app.assert_invariants().await;
 }
@@ -80,8 +136,8 @@ async fn an_operator_applies_a_stale_event_once(backend: Backend) {
     let body = json_with_status(response, StatusCode::OK).await;
     assert_eq!(body["status"], "applied");
     assert_eq!(body["previous_status"], "stale");
-    assert_eq!(body["balance_after_minor"], 1250);
-    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    assert_eq!(body["balance_after_minor"], 750);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
     let entries = app.entries("acct_1").await;
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0]["event_id"], "msg_2");
@@ -99,10 +155,10 @@ async fn an_operator_applies_a_stale_event_once(backend: Backend) {
     )
     .await;
     assert_eq!(again["status"], "applied");
-    assert_eq!(app.balance("acct_1", "USD").await, 1250);
-    // The guard was not moved back: another sequence-1 event is still stale.
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
+    // The guard was not moved back: another sequence-1 debit is still stale.
     assert_eq!(
-        app.send_ok(&credit_seq("msg_3", "acct_1", 1, 1)).await["status"],
+        app.send_ok(&debit_seq("msg_3", "acct_1", 1, 1)).await["status"],
         "stale"
     );
     app.assert_invariants().await;
@@ -126,7 +182,7 @@ async fn concurrent_applies_post_exactly_once(backend: Backend) {
         9,
         "{statuses:?}"
     );
-    assert_eq!(app.balance("acct_1", "USD").await, 1250);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
     assert_eq!(
         app.event("demo", "msg_2").await["audit"]
             .as_array()
@@ -211,7 +267,7 @@ async fn a_rejected_event_cannot_be_applied(backend: Backend) {
     app.assert_invariants().await;
 }
 
-async fn on_stale_apply_applies_without_moving_the_guard_back(backend: Backend) {
+async fn on_stale_apply_applies_late_debits_without_moving_the_guard_back(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let app = &app;
     let lenient = |sample| async move {
@@ -225,22 +281,24 @@ async fn on_stale_apply_applies_without_moving_the_guard_back(backend: Backend) 
         "applied"
     );
     assert_eq!(
-        lenient(credit_seq("msg_2", "acct_1", 250, 1)).await["status"],
+        lenient(debit_seq("msg_2", "acct_1", 250, 1)).await["status"],
         "applied"
     );
     assert_eq!(
         app.event("lenient", "msg_2").await["reason"],
-        "applied out of order"
+        "applied out of order: sequence 1 below 2"
     );
     // Had the guard moved back to 1, this would be in order (no reason).
-    lenient(credit_seq("msg_3", "acct_1", 5, 1)).await;
+    lenient(debit_seq("msg_3", "acct_1", 5, 1)).await;
     assert_eq!(
         app.event("lenient", "msg_3").await["reason"],
-        "applied out of order"
+        "applied out of order: sequence 1 below 2"
     );
     lenient(credit_seq("msg_4", "acct_1", 5, 2)).await;
-    assert!(app.event("lenient", "msg_4").await["reason"].is_null());
-    assert_eq!(app.balance("acct_1", "USD").await, 1260);
+    let in_order = app.event("lenient", "msg_4").await;
+    assert!(in_order["reason"].is_null());
+    assert_eq!(in_order["late"], false);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
     app.assert_invariants().await;
 }
 
@@ -261,18 +319,28 @@ async fn a_retried_old_event_is_still_recognised_as_old(backend: Backend) {
         StatusCode::OK,
     )
     .await;
-    assert_eq!(answer["status"], "stale");
-    assert_eq!(app.balance("acct_1", "USD").await, 200);
+    // Recognised as late: a credit, so applied, marked late against the
+    // newer event's time.
+    assert_eq!(answer["status"], "applied");
+    let event = app.event("demo", "msg_old").await;
+    assert_eq!(event["late"], true);
+    assert_eq!(
+        event["reason"],
+        format!("applied out of order: sequence {} below {}", t - 60, t - 30)
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 300);
     app.assert_invariants().await;
 }
 
 both_backends!(
-    an_older_event_is_held_as_stale,
+    a_late_debit_is_held_as_stale,
+    a_late_credit_applies_and_keeps_the_guard,
+    on_stale_hold_holds_late_credits_too,
     equal_sequences_both_apply,
     an_operator_applies_a_stale_event_once,
     concurrent_applies_post_exactly_once,
     dismiss_holds_no_money_and_ends_the_hold,
     a_rejected_event_cannot_be_applied,
-    on_stale_apply_applies_without_moving_the_guard_back,
+    on_stale_apply_applies_late_debits_without_moving_the_guard_back,
     a_retried_old_event_is_still_recognised_as_old,
 );

@@ -184,16 +184,24 @@ fn credits_and_debits_with_sequence_defaulting_to_the_timestamp() {
     };
     assert_eq!(posting.direction, Direction::Debit);
     assert_eq!(
-        (posting.amount.minor(), posting.sequence),
-        (5, 1_700_000_000)
+        (
+            posting.amount.minor(),
+            posting.sequence,
+            posting.explicit_sequence
+        ),
+        (5, 1_700_000_000, false)
     );
     let body = r#"{"type":"balance.credit","data":{"account_id":"a","amount_minor":5,"currency":"USD","sequence":42}}"#;
     let Movement::Post(posting) = normalise(body, 1_700_000_000).movement else {
         panic!("expected a posting");
     };
     assert_eq!(
-        (posting.direction, posting.sequence),
-        (Direction::Credit, 42)
+        (
+            posting.direction,
+            posting.sequence,
+            posting.explicit_sequence
+        ),
+        (Direction::Credit, 42, true)
     );
 }
 

@@ -131,6 +131,7 @@ fn payment_intent_succeeded_credits_amount_received() {
         currency,
         amount,
         sequence,
+        explicit_sequence,
     }) = event.movement
     else {
         panic!("expected a posting, got {:?}", event.movement);
@@ -140,7 +141,11 @@ fn payment_intent_succeeded_credits_amount_received() {
         (account.as_str(), currency.code(), amount.minor()),
         ("acct_1", "EUR", 1999)
     );
-    assert_eq!(sequence, 1_700_000_123);
+    assert_eq!((sequence, explicit_sequence), (1_700_000_123, false));
+    assert!(
+        !Stripe.carries_sequence(),
+        "created is a time, not a number"
+    );
 }
 
 #[test]

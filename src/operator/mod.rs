@@ -1,6 +1,11 @@
 //! Operator actions on held events: apply a `stale` event (post its effect
-//! once, marked operator-applied) or dismiss a `stale` or `rejected` one.
-//! Each runs in one transaction with its audit row.
+//! once, marked operator-applied), dismiss a `stale`, `rejected` or `waiting`
+//! one, or skip the gap a contiguous stream waits on ([`skip_gap`]). Each
+//! runs in one transaction with its audit row.
+
+mod skip_gap;
+
+pub use skip_gap::{SkipOutcome, SkipRequest, skip_gap};
 
 use chrono::{DateTime, Utc};
 
@@ -32,7 +37,9 @@ impl Action {
     fn held_statuses(self) -> &'static [Status] {
         match self {
             Action::Apply => &[Status::Stale],
-            Action::Dismiss => &[Status::Stale, Status::Rejected],
+            // A waiting event an operator dismisses leaves its number free:
+            // the stream waits there until the number arrives or is skipped.
+            Action::Dismiss => &[Status::Stale, Status::Rejected, Status::Waiting],
         }
     }
 
@@ -50,6 +57,8 @@ pub enum OperatorError {
     NotFound,
     #[error("event is {0}; this action needs a {1}")]
     WrongStatus(Status, &'static str),
+    #[error("no event is waiting for this account of this source")]
+    NothingWaiting,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -77,7 +86,7 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
         // Dropping the transaction rolls it back; nothing was written.
         let wanted = match request.action {
             Action::Apply => "stale event",
-            Action::Dismiss => "stale or rejected event",
+            Action::Dismiss => "stale, rejected or waiting event",
         };
         return Err(
             match tx.intent_status(request.source, request.event_id).await? {
@@ -113,10 +122,12 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
     tx.insert_audit(&NewAudit {
         action: request.action.as_str(),
         source: request.source,
-        event_id: request.event_id,
+        event_id: Some(request.event_id),
+        account_id: None,
         previous_status,
         actor: request.actor,
         note: request.note,
+        detail: None,
         created_at: request.now,
     })
     .await?;

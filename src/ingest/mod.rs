@@ -1,25 +1,34 @@
 //! The use case at the heart of hookledger: one verified, normalised event ->
-//! ONE database transaction -> an [`Outcome`]. This is the only place that
-//! decides an event's status.
+//! ONE database transaction -> an [`Outcome`]. This module and its children
+//! are the only place that decides an event's status.
 //!
 //! Per delivery, in one transaction:
 //! 1. insert the intent for (source, event_id), or count a redelivery (and a
 //!    conflict if the body differs) and stop: a duplicate has no other effect;
 //! 2. an event with no balance effect is `ignored`; one whose effect cannot be
 //!    applied is `rejected` (held);
-//! 3. the per-(source, account) sequence guard moves up, or the event is older
-//!    than it: `stale` (held) or, with `on_stale = apply`, applied anyway;
+//! 3. the source's ordering policy decides against the per-(source, account)
+//!    sequence guard: [`high_water`] (apply in order, late events by
+//!    `on_stale`) or [`contiguous`] (apply the next number and release what
+//!    waited behind it, park later numbers);
 //! 4. the balance changes and the ledger entry is written.
 //!
-//! The intent is inserted as `applied` for a posting and corrected to `stale`
-//! in the same transaction in the rare out-of-order case, which saves the
-//! common path a statement; no other transaction can see the interim value.
+//! The intent is inserted as `applied` for a posting and corrected in the same
+//! transaction when the decision is another, which saves the common path a
+//! statement; no other transaction can see the interim value.
+
+mod contiguous;
+mod high_water;
+mod late;
+pub(crate) mod release;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{EventId, Movement, NormalisedEvent, Status};
-use crate::source::{OnStale, Source};
+use crate::domain::{EventId, Movement, NormalisedEvent, OrderingMode, Posting, Status};
+use crate::source::Source;
 use crate::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store, StoreError, WriteTx};
+
+pub use release::{Released, drain_account};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -28,6 +37,13 @@ pub struct Outcome {
     pub duplicate: bool,
     /// A redelivery whose body differs from the stored one.
     pub conflict: bool,
+    /// The event arrived below its account's sequence guard.
+    pub late: bool,
+    /// Parked events this delivery released and applied after its own.
+    pub released: u64,
+    /// The release stopped at its per-transaction bound with more parked
+    /// events ready: the drain task must go on.
+    pub backlog: bool,
 }
 
 /// The raw delivery the event was mapped from.
@@ -35,6 +51,73 @@ pub struct RawDelivery<'a> {
     pub payload: &'a str,
     pub payload_sha256: &'a str,
     pub received_at: DateTime<Utc>,
+}
+
+/// What an ordering decision did with a posting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Decided {
+    status: Status,
+    late: bool,
+    released: u64,
+    backlog: bool,
+}
+
+impl Decided {
+    fn status(status: Status) -> Self {
+        Self {
+            status,
+            late: false,
+            released: 0,
+            backlog: false,
+        }
+    }
+}
+
+/// A posting being decided: the new intent and what it asks of a balance.
+struct Posted<'a> {
+    intent_id: i64,
+    source: &'a Source,
+    event: &'a NormalisedEvent,
+    posting: &'a Posting,
+    now: DateTime<Utc>,
+}
+
+impl Posted<'_> {
+    fn account(&self) -> &str {
+        self.posting.account.as_str()
+    }
+
+    /// Posts this event's own effect.
+    async fn apply(&self, tx: &mut WriteTx) -> Result<i64, StoreError> {
+        let entry = LedgerPosting {
+            intent_id: self.intent_id,
+            source: self.source.name.as_str(),
+            event_id: self.event.event_id.as_str(),
+            account_id: self.account(),
+            currency: self.posting.currency.code(),
+            amount_minor: self.posting.signed_amount(),
+            object_id: self.event.object_id.as_deref(),
+            operator_applied: false,
+        };
+        post_to_ledger(tx, &entry, self.now).await
+    }
+
+    /// Corrects the new intent's status (inserted as `applied`).
+    async fn set_status(
+        &self,
+        tx: &mut WriteTx,
+        status: Status,
+        reason: &str,
+        late: bool,
+    ) -> Result<(), StoreError> {
+        tx.set_intent_status(self.intent_id, status, reason, late)
+            .await
+    }
+
+    async fn reject(&self, tx: &mut WriteTx, reason: &str) -> Result<Decided, StoreError> {
+        self.set_status(tx, Status::Rejected, reason, false).await?;
+        Ok(Decided::status(Status::Rejected))
+    }
 }
 
 pub async fn ingest(
@@ -67,10 +150,9 @@ async fn run(
     movement: &Movement,
     raw: &RawDelivery<'_>,
 ) -> Result<Outcome, StoreError> {
-    let source_name = source.name.as_str();
     let now = raw.received_at;
     let mut intent = NewIntent {
-        source: source_name,
+        source: source.name.as_str(),
         event_id: event.event_id.as_str(),
         event_type: &event.event_type,
         status: Status::Ignored,
@@ -103,66 +185,46 @@ async fn run(
             intent.sequence = Some(posting.sequence);
         }
     }
-    let outcome = |status, duplicate, conflict| Outcome {
+    let outcome = |decided: Decided, duplicate, conflict| Outcome {
         event_id: event.event_id.clone(),
-        status,
+        status: decided.status,
         duplicate,
         conflict,
+        late: decided.late,
+        released: decided.released,
+        backlog: decided.backlog,
     };
 
     let mut tx = store.begin().await?;
     let intent_id = match tx.insert_intent(&intent).await? {
         IntentUpsert::Duplicate { status, conflict } => {
             tx.commit().await?;
-            return Ok(outcome(status, true, conflict));
+            return Ok(outcome(Decided::status(status), true, conflict));
         }
         IntentUpsert::Inserted { intent_id } => intent_id,
     };
-    let status = match movement {
-        Movement::None => Status::Ignored,
-        Movement::Rejected(_) => Status::Rejected,
+    let decided = match movement {
+        Movement::None => Decided::status(Status::Ignored),
+        Movement::Rejected(_) => Decided::status(Status::Rejected),
         Movement::Post(posting) => {
-            let account = posting.account.as_str();
-            let in_order = tx
-                .advance_guard(source_name, account, posting.sequence, now)
-                .await?;
-            if in_order || source.on_stale == OnStale::Apply {
-                if !in_order {
-                    tx.set_intent_status(intent_id, Status::Applied, "applied out of order")
-                        .await?;
-                }
-                let entry = LedgerPosting {
-                    intent_id,
-                    source: source_name,
-                    event_id: event.event_id.as_str(),
-                    account_id: account,
-                    currency: posting.currency.code(),
-                    amount_minor: posting.signed_amount(),
-                    object_id: event.object_id.as_deref(),
-                    operator_applied: false,
-                };
-                post_to_ledger(&mut tx, &entry, now).await?;
-                Status::Applied
-            } else {
-                let guard = tx
-                    .guard_sequence(source_name, account)
-                    .await?
-                    .unwrap_or_default();
-                let reason = format!(
-                    "out of order: sequence {} is below {guard}, already applied for this account",
-                    posting.sequence
-                );
-                tx.set_intent_status(intent_id, Status::Stale, &reason)
-                    .await?;
-                Status::Stale
+            let posted = Posted {
+                intent_id,
+                source,
+                event,
+                posting,
+                now,
+            };
+            match source.ordering.mode {
+                OrderingMode::HighWater => high_water::decide(&mut tx, &posted).await?,
+                OrderingMode::Contiguous => contiguous::decide(&mut tx, &posted).await?,
             }
         }
     };
     tx.commit().await?;
-    Ok(outcome(status, false, false))
+    Ok(outcome(decided, false, false))
 }
 
-/// A balance movement about to be posted, by ingest or by an operator.
+/// A balance movement about to be posted, by ingest, a release or an operator.
 pub(crate) struct LedgerPosting<'a> {
     pub intent_id: i64,
     pub source: &'a str,

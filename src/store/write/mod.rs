@@ -43,6 +43,10 @@ macro_rules! on_tx {
     };
 }
 
+mod ordering;
+
+pub use ordering::Parked;
+
 impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
         Ok(match self {
@@ -98,13 +102,17 @@ pub struct NewLedgerEntry<'a> {
     pub created_at: DateTime<Utc>,
 }
 
+/// An audit row: about one event, or (skip gap) about one account.
 pub struct NewAudit<'a> {
     pub action: &'a str,
     pub source: &'a str,
-    pub event_id: &'a str,
+    pub event_id: Option<&'a str>,
+    pub account_id: Option<&'a str>,
     pub previous_status: Status,
     pub actor: &'a str,
     pub note: Option<&'a str>,
+    /// What the action did, for account-level actions.
+    pub detail: Option<&'a str>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -136,21 +144,6 @@ set deliveries = intents.deliveries + 1,
     last_received_at = excluded.last_received_at
 returning intent_id, status, deliveries, payload_sha256";
 
-/// Moves the guard up to `sequence` unless it is already higher; returns a
-/// row only if the event is in order (sequence >= guard). Check and write are
-/// this one statement: the conflict path locks the guard row (PostgreSQL) and
-/// evaluates `where` on its latest committed value.
-const ADVANCE_GUARD: &str = "
-insert into sequence_guards (source, account_id, last_sequence, updated_at)
-values ($1, $2, $3, $4)
-on conflict (source, account_id) do update
-set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at
-where sequence_guards.last_sequence <= excluded.last_sequence
-returning last_sequence";
-
-const GUARD_SEQUENCE: &str = "
-select last_sequence from sequence_guards where source = $1 and account_id = $2";
-
 /// Adds the signed amount in place (never read-modify-write from Rust); the
 /// row lock taken by the update serialises concurrent postings to one
 /// balance. The bound of +/-2^62 keeps every sum representable: with at most
@@ -174,8 +167,10 @@ insert into ledger_entries (intent_id, source, event_id, account_id, currency, a
     balance_after_minor, object_id, operator_applied, created_at)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 
+/// Corrects the status this transaction gave its own new intent (the row
+/// is locked by the insert on both backends).
 const SET_INTENT_STATUS: &str = "
-update intents set status = $2, reason = $3 where intent_id = $1";
+update intents set status = $2, reason = $3, late = $4 where intent_id = $1";
 
 /// Moves an intent from one status to another for an operator action, only
 /// if it is in `from` now. The test and the change are one statement: of two
@@ -191,8 +186,10 @@ const INTENT_STATUS: &str = "
 select status from intents where source = $1 and event_id = $2";
 
 const INSERT_AUDIT: &str = "
-insert into audit_log (action, source, event_id, previous_status, actor, note, created_at)
-values ($1, $2, $3, $4, $5, $6, $7)";
+insert into audit_log (action, source, event_id, account_id, previous_status, actor, note,
+    detail, created_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+returning audit_id";
 
 impl WriteTx {
     pub async fn insert_intent(&mut self, new: &NewIntent<'_>) -> Result<IntentUpsert, StoreError> {
@@ -223,38 +220,6 @@ impl WriteTx {
                 conflict: row.payload_sha256 != new.payload_sha256,
             }
         })
-    }
-
-    /// True if `sequence` is in order (the guard now equals it); false if the
-    /// guard is already higher (the event is stale; the guard is untouched).
-    pub async fn advance_guard(
-        &mut self,
-        source: &str,
-        account_id: &str,
-        sequence: i64,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(ADVANCE_GUARD)
-            .bind(source)
-            .bind(account_id)
-            .bind(sequence)
-            .bind(now)
-            .fetch_optional(conn)
-            .await)?;
-        Ok(row.is_some())
-    }
-
-    pub async fn guard_sequence(
-        &mut self,
-        source: &str,
-        account_id: &str,
-    ) -> Result<Option<i64>, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(GUARD_SEQUENCE)
-            .bind(source)
-            .bind(account_id)
-            .fetch_optional(conn)
-            .await)?;
-        Ok(row.map(|(sequence,)| sequence))
     }
 
     /// Adds `amount_minor` (signed) to the balance; returns the new balance.
@@ -300,17 +265,20 @@ impl WriteTx {
         Ok(())
     }
 
-    /// Changes the status of an intent this transaction inserted.
+    /// Changes the status of an intent this transaction inserted; `late`
+    /// marks an event that arrived below its account's guard.
     pub async fn set_intent_status(
         &mut self,
         intent_id: i64,
         status: Status,
         reason: &str,
+        late: bool,
     ) -> Result<(), StoreError> {
         on_tx!(self, conn => sqlx::query(SET_INTENT_STATUS)
             .bind(intent_id)
             .bind(status.as_str())
             .bind(reason)
+            .bind(late)
             .execute(conn)
             .await
             .map(drop))?;
@@ -347,19 +315,21 @@ impl WriteTx {
         row.map(|(status,)| rows::parse_status(&status)).transpose()
     }
 
-    pub async fn insert_audit(&mut self, audit: &NewAudit<'_>) -> Result<(), StoreError> {
-        on_tx!(self, conn => sqlx::query(INSERT_AUDIT)
+    /// Writes the audit row; returns its id.
+    pub async fn insert_audit(&mut self, audit: &NewAudit<'_>) -> Result<i64, StoreError> {
+        let (audit_id,): (i64,) = on_tx!(self, conn => sqlx::query_as(INSERT_AUDIT)
             .bind(audit.action)
             .bind(audit.source)
             .bind(audit.event_id)
+            .bind(audit.account_id)
             .bind(audit.previous_status.as_str())
             .bind(audit.actor)
             .bind(audit.note)
+            .bind(audit.detail)
             .bind(audit.created_at)
-            .execute(conn)
-            .await
-            .map(drop))?;
-        Ok(())
+            .fetch_one(conn)
+            .await)?;
+        Ok(audit_id)
     }
 
     pub async fn commit(self) -> Result<(), StoreError> {

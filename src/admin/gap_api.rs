@@ -1,0 +1,77 @@
+//! The admin JSON API for contiguous streams waiting behind a gap (bearer
+//! token only): list them, inspect one, and skip it.
+
+use actix_web::web::{Bytes, Data, Json, Path};
+use serde_json::{Value, json};
+
+use super::api::parse_note;
+use super::auth::BearerAdmin;
+use super::gaps::{self, MissingRange};
+use crate::context::Context;
+use crate::http::ApiError;
+
+/// Parked events and audit rows shown with one gap.
+const DETAIL_ROWS: i64 = 500;
+
+/// `GET /admin/api/gaps`: every account with parked events, oldest first.
+pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
+    let gaps = gaps::all(&context).await?;
+    Ok(Json(json!({"gaps": gaps})))
+}
+
+/// `GET /admin/api/gaps/{source}/{account_id}`: the gap (null once nothing
+/// waits), its parked events in the order they will be applied, and the
+/// account's skip actions; 404 if the account has neither.
+pub async fn show_gap(
+    _: BearerAdmin,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let (source, account_id) = path.into_inner();
+    let gap = gaps::one(&context, &source, &account_id).await?;
+    let audit = context
+        .store
+        .account_audit(&source, &account_id, DETAIL_ROWS)
+        .await?;
+    if gap.is_none() && audit.is_empty() {
+        return Err(ApiError::NotFound("waiting event"));
+    }
+    let waiting = context
+        .store
+        .waiting_events(&source, &account_id, DETAIL_ROWS)
+        .await?;
+    Ok(Json(json!({
+        "source": source,
+        "account_id": account_id,
+        "gap": gap,
+        "waiting_events": waiting,
+        "audit": audit,
+    })))
+}
+
+/// `POST /admin/api/gaps/{source}/{account_id}/skip` with `{"note": "..."}`
+/// (required): skips the missing numbers and applies the parked events.
+pub async fn skip_gap(
+    _: BearerAdmin,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let (source, account_id) = path.into_inner();
+    let note = parse_note(&body)?.ok_or_else(|| {
+        ApiError::BadRequest(
+            "a note is required: say why the missing numbers will never arrive".into(),
+        )
+    })?;
+    let outcome = gaps::skip(&context, &source, &account_id, "admin (token)", &note).await?;
+    let skipped: Vec<MissingRange> = outcome.skipped.iter().map(MissingRange::from).collect();
+    Ok(Json(json!({
+        "source": source,
+        "account_id": account_id,
+        "skipped": skipped,
+        "released": outcome.released,
+        "guard": outcome.guard,
+        "more": outcome.more,
+        "audit_id": outcome.audit_id,
+    })))
+}

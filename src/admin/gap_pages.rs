@@ -1,0 +1,104 @@
+//! The page for one account of a contiguous source waiting behind a gap:
+//! the missing numbers, the parked events in the order they will be applied,
+//! the "skip gap" form, and the account's past skips.
+
+use actix_web::HttpRequest;
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::web::{Data, Form, Path, Query};
+use askama::Template;
+use serde::Deserialize;
+
+use super::api::clean_note;
+use super::auth::{PageAdmin, check_csrf};
+use super::gaps;
+use super::pages::{csrf_for, html, see_other};
+use super::view::{AuditView, EventView, GapView, gap_href};
+use crate::context::Context;
+use crate::http::ApiError;
+
+/// Parked events and audit rows listed on the page.
+const ROWS: i64 = 500;
+
+#[derive(Template)]
+#[template(path = "gap.html")]
+struct GapPage {
+    csrf: String,
+    source: String,
+    account_id: String,
+    href: String,
+    gap: Option<GapView>,
+    waiting: Vec<EventView>,
+    audit: Vec<AuditView>,
+    message: Option<&'static str>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Flash {
+    done: Option<String>,
+}
+
+pub async fn gap_page(
+    admin: Option<PageAdmin>,
+    context: Data<Context>,
+    path: Path<(String, String)>,
+    flash: Query<Flash>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(admin) = admin else {
+        return Ok(see_other("/admin"));
+    };
+    let (source, account_id) = path.into_inner();
+    let gap = gaps::one(&context, &source, &account_id).await?;
+    let audit = context
+        .store
+        .account_audit(&source, &account_id, ROWS)
+        .await?;
+    if gap.is_none() && audit.is_empty() {
+        return Err(ApiError::NotFound("waiting event"));
+    }
+    let waiting = context
+        .store
+        .waiting_events(&source, &account_id, ROWS)
+        .await?;
+    let page = GapPage {
+        csrf: csrf_for(&admin, &context),
+        href: gap_href(&source, &account_id),
+        source,
+        account_id,
+        gap: gap.map(GapView::from),
+        waiting: waiting.into_iter().map(EventView::from).collect(),
+        audit: audit.into_iter().map(AuditView::from).collect(),
+        message: (flash.done.as_deref() == Some("skip")).then_some(
+            "Skipped: the missing numbers were recorded and the parked events applied in order.",
+        ),
+    };
+    html(StatusCode::OK, &page)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SkipForm {
+    #[serde(default)]
+    csrf: String,
+    note: Option<String>,
+}
+
+pub async fn skip_gap(
+    admin: PageAdmin,
+    context: Data<Context>,
+    request: HttpRequest,
+    path: Path<(String, String)>,
+    form: Form<SkipForm>,
+) -> Result<HttpResponse, ApiError> {
+    check_csrf(&request, &admin, &context, &form.csrf)?;
+    let (source, account_id) = path.into_inner();
+    let note = clean_note(form.into_inner().note)?.ok_or_else(|| {
+        ApiError::BadRequest(
+            "a note is required: say why the missing numbers will never arrive".into(),
+        )
+    })?;
+    gaps::skip(&context, &source, &account_id, admin.actor(), &note).await?;
+    Ok(see_other(&format!(
+        "{}?done=skip",
+        gap_href(&source, &account_id)
+    )))
+}

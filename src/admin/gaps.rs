@@ -1,0 +1,155 @@
+//! Contiguous streams waiting behind a gap, as operators see them: the
+//! missing numbers, how long the gap has been open, and whether it is past
+//! its source's `gap_timeout_secs` (then it is in the held queue). Shared by
+//! the JSON API and the pages.
+
+use std::ops::RangeInclusive;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, Ranges, missing_ranges};
+use crate::operator::{self, OperatorError, SkipOutcome, SkipRequest};
+use crate::store::{GapRow, StoreError};
+
+/// Parked numbers read per account to find the missing ones.
+const SEQUENCES_READ: i64 = 10_000;
+/// Missing ranges listed per account; `missing_more` says there are others.
+const RANGES_LISTED: usize = 50;
+/// Accounts listed.
+const GAPS_LISTED: i64 = 200;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Gap {
+    pub source: String,
+    pub account_id: String,
+    /// The last number applied or skipped.
+    pub guard: i64,
+    pub next_expected: i64,
+    pub waiting: i64,
+    pub lowest_waiting: i64,
+    pub highest_waiting: i64,
+    pub missing: Vec<MissingRange>,
+    /// `4, 7-9`.
+    pub missing_text: String,
+    /// More missing ranges than listed.
+    pub missing_more: bool,
+    pub waiting_since: DateTime<Utc>,
+    pub open_secs: i64,
+    pub gap_timeout_secs: u64,
+    /// Open longer than the timeout: in the held queue for an operator.
+    pub held: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct MissingRange {
+    pub first: i64,
+    pub last: i64,
+}
+
+impl From<&RangeInclusive<i64>> for MissingRange {
+    fn from(range: &RangeInclusive<i64>) -> Self {
+        Self {
+            first: *range.start(),
+            last: *range.end(),
+        }
+    }
+}
+
+/// Every account with parked events, oldest gap first.
+pub async fn all(context: &Context) -> Result<Vec<Gap>, StoreError> {
+    let mut gaps = Vec::new();
+    for row in context.store.gaps(GAPS_LISTED).await? {
+        gaps.push(describe(context, row).await?);
+    }
+    Ok(gaps)
+}
+
+pub async fn one(
+    context: &Context,
+    source: &str,
+    account_id: &str,
+) -> Result<Option<Gap>, StoreError> {
+    match context.store.gap(source, account_id).await? {
+        Some(row) => Ok(Some(describe(context, row).await?)),
+        None => Ok(None),
+    }
+}
+
+async fn describe(context: &Context, row: GapRow) -> Result<Gap, StoreError> {
+    let sequences = context
+        .store
+        .waiting_sequences(&row.source, &row.account_id, SEQUENCES_READ)
+        .await?;
+    let mut missing = missing_ranges(row.guard, &sequences, RANGES_LISTED + 1);
+    let missing_more = missing.len() > RANGES_LISTED || sequences.len() as i64 == SEQUENCES_READ;
+    missing.truncate(RANGES_LISTED);
+    let gap_timeout_secs = context
+        .source(&row.source)
+        .map_or(DEFAULT_GAP_TIMEOUT_SECS, |s| s.ordering.gap_timeout_secs);
+    let open_secs = (context.clock.now() - row.waiting_since)
+        .num_seconds()
+        .max(0);
+    Ok(Gap {
+        next_expected: row.guard + 1,
+        missing_text: Ranges(&missing).to_string(),
+        missing: missing.iter().map(MissingRange::from).collect(),
+        missing_more,
+        held: open_secs.unsigned_abs() >= gap_timeout_secs,
+        open_secs,
+        gap_timeout_secs,
+        source: row.source,
+        account_id: row.account_id,
+        guard: row.guard,
+        waiting: row.waiting,
+        lowest_waiting: row.lowest_waiting,
+        highest_waiting: row.highest_waiting,
+        waiting_since: row.waiting_since,
+    })
+}
+
+/// The operator's "skip gap", from the API or a page: runs the action,
+/// wakes the drain task if the bound left more ready, counts and logs it.
+pub async fn skip(
+    context: &Context,
+    source: &str,
+    account_id: &str,
+    actor: &str,
+    note: &str,
+) -> Result<SkipOutcome, OperatorError> {
+    let budget = context
+        .source(source)
+        .map_or(DEFAULT_RELEASE_BATCH, |s| s.ordering.release_batch);
+    let request = SkipRequest {
+        source,
+        account_id,
+        actor,
+        note,
+        budget,
+        now: context.clock.now(),
+    };
+    let outcome = operator::skip_gap(&context.store, &request).await?;
+    if outcome.more {
+        context.drain.wake();
+    }
+    let skipped: i64 = outcome
+        .skipped
+        .iter()
+        .map(|r| r.end() - r.start() + 1)
+        .sum();
+    context
+        .metrics
+        .ordering(source, "skipped", skipped.unsigned_abs());
+    context
+        .metrics
+        .ordering(source, "released", outcome.released);
+    tracing::info!(
+        source,
+        account_id,
+        skipped = %Ranges(&outcome.skipped),
+        released = outcome.released,
+        "operator skipped a gap"
+    );
+    Ok(outcome)
+}

@@ -1,0 +1,183 @@
+//! The ledger invariant check: what must hold whatever happened, on both
+//! backends. None of these can be violated if every balance change goes
+//! through the one transaction; the check proves it, after every test
+//! scenario and on demand at `/admin/api/check`.
+
+use serde::Serialize;
+
+use super::{Store, StoreError, on_pool};
+
+/// Every (account, currency) whose balance is not the sum of its ledger.
+/// `cast` because PostgreSQL's sum(bigint) is numeric.
+const BALANCE_MISMATCHES: &str = "
+select account_id, currency,
+    cast(sum(balance) as bigint) as balance_minor,
+    cast(sum(entry) as bigint) as ledger_minor
+from (
+    select account_id, currency, balance_minor as balance, 0 as entry from balances
+    union all
+    select account_id, currency, 0 as balance, amount_minor as entry from ledger_entries
+) as t
+group by account_id, currency
+having sum(balance) <> sum(entry)
+order by account_id, currency";
+
+/// Ledger entries whose intent is missing, not applied, or disagrees
+/// (`is distinct from`: a NULL on the intent side is a disagreement too).
+const ORPHAN_ENTRIES: &str = "
+select l.source, l.event_id from ledger_entries l
+left join intents i on i.intent_id = l.intent_id
+where i.intent_id is null or i.status <> 'applied'
+    or i.source <> l.source or i.event_id <> l.event_id
+    or i.account_id is distinct from l.account_id
+    or i.currency is distinct from l.currency
+    or i.amount_minor is distinct from l.amount_minor
+order by l.entry_id";
+
+/// Applied intents without their ledger entry.
+const UNPOSTED_INTENTS: &str = "
+select i.source, i.event_id from intents i
+left join ledger_entries l on l.intent_id = i.intent_id
+where i.status = 'applied' and l.entry_id is null
+order by i.intent_id";
+
+/// Keys stored twice. The unique constraints make this impossible; the check
+/// proves the constraints are in place on this database.
+const DUPLICATE_KEYS: &str = "
+select source, event_id from intents group by source, event_id having count(*) > 1
+union all
+select source, event_id from ledger_entries group by source, event_id having count(*) > 1";
+
+/// A parked event whose predecessors are all applied: its release was lost.
+/// (While a backlog longer than `release_batch` drains, the next one is
+/// briefly in this state between two drain transactions.)
+const STUCK_RELEASES: &str = "
+select i.source, i.account_id, i.event_id, i.event_sequence
+from intents i
+join sequence_guards g on g.source = i.source and g.account_id = i.account_id
+where i.status = 'waiting' and i.event_sequence = g.last_sequence + 1
+order by i.intent_id";
+
+/// Guards that differ from the highest sequence applied on their account.
+/// Both modes keep this: a guard only moves to the sequence of an event
+/// applied in the same transaction, and events applied late (or by an
+/// operator) are below it. Accounts whose only events are parked have a
+/// guard and nothing applied; they are not compared.
+const GUARD_MISMATCHES: &str = "
+select a.source, a.account_id, g.last_sequence, a.highest
+from (
+    select source, account_id, max(event_sequence) as highest
+    from intents where status = 'applied'
+    group by source, account_id
+) as a
+left join sequence_guards g on g.source = a.source and g.account_id = a.account_id
+where g.last_sequence is null or g.last_sequence <> a.highest
+order by a.source, a.account_id";
+
+/// A broken ledger invariant. None of these can happen if every balance
+/// change goes through the one transaction; the check proves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Violation {
+    BalanceMismatch {
+        account_id: String,
+        currency: String,
+        balance_minor: i64,
+        ledger_minor: i64,
+    },
+    EntryWithoutAppliedIntent {
+        source: String,
+        event_id: String,
+    },
+    AppliedIntentWithoutEntry {
+        source: String,
+        event_id: String,
+    },
+    DuplicateKey {
+        source: String,
+        event_id: String,
+    },
+    /// A parked event is next in line but was not released.
+    StuckRelease {
+        source: String,
+        account_id: String,
+        event_id: String,
+        sequence: i64,
+    },
+    /// The sequence guard is not the highest applied sequence.
+    GuardMismatch {
+        source: String,
+        account_id: String,
+        guard: Option<i64>,
+        highest_applied: i64,
+    },
+}
+
+impl Store {
+    /// Checks that balance = sum of ledger for every (account, currency), that
+    /// ledger entries and applied intents correspond one to one, that no
+    /// (source, event_id) is stored twice, that no parked event was left
+    /// behind by a release, and that every guard is the highest sequence
+    /// applied on its account.
+    pub async fn check_invariants(&self) -> Result<Vec<Violation>, StoreError> {
+        let mismatches: Vec<(String, String, i64, i64)> =
+            on_pool!(self, pool => sqlx::query_as(BALANCE_MISMATCHES).fetch_all(pool).await)?;
+        let orphans: Vec<(String, String)> =
+            on_pool!(self, pool => sqlx::query_as(ORPHAN_ENTRIES).fetch_all(pool).await)?;
+        let duplicates: Vec<(String, String)> =
+            on_pool!(self, pool => sqlx::query_as(DUPLICATE_KEYS).fetch_all(pool).await)?;
+        let unposted: Vec<(String, String)> =
+            on_pool!(self, pool => sqlx::query_as(UNPOSTED_INTENTS).fetch_all(pool).await)?;
+        let stuck: Vec<(String, String, String, i64)> =
+            on_pool!(self, pool => sqlx::query_as(STUCK_RELEASES).fetch_all(pool).await)?;
+        let guards: Vec<(String, String, Option<i64>, i64)> =
+            on_pool!(self, pool => sqlx::query_as(GUARD_MISMATCHES).fetch_all(pool).await)?;
+        let mismatches =
+            mismatches
+                .into_iter()
+                .map(|(account_id, currency, balance_minor, ledger_minor)| {
+                    Violation::BalanceMismatch {
+                        account_id,
+                        currency,
+                        balance_minor,
+                        ledger_minor,
+                    }
+                });
+        let orphans = orphans
+            .into_iter()
+            .map(|(source, event_id)| Violation::EntryWithoutAppliedIntent { source, event_id });
+        let unposted = unposted
+            .into_iter()
+            .map(|(source, event_id)| Violation::AppliedIntentWithoutEntry { source, event_id });
+        let duplicates = duplicates
+            .into_iter()
+            .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
+        let stuck = stuck
+            .into_iter()
+            .map(
+                |(source, account_id, event_id, sequence)| Violation::StuckRelease {
+                    source,
+                    account_id,
+                    event_id,
+                    sequence,
+                },
+            );
+        let guards = guards
+            .into_iter()
+            .map(
+                |(source, account_id, guard, highest_applied)| Violation::GuardMismatch {
+                    source,
+                    account_id,
+                    guard,
+                    highest_applied,
+                },
+            );
+        Ok(mismatches
+            .chain(orphans)
+            .chain(unposted)
+            .chain(duplicates)
+            .chain(stuck)
+            .chain(guards)
+            .collect())
+    }
+}

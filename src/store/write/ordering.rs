@@ -1,0 +1,282 @@
+//! Sequence-guard primitives: the high-water guard, the contiguous guard with
+//! its row lock, parking and releasing events, and skipped numbers.
+//!
+//! Every contiguous decision (apply the next number, park a later one,
+//! release what a gap held back, skip a gap) runs after [`WriteTx::lock_guard`]
+//! or [`WriteTx::lock_existing_guard`] in the same transaction, so all of them
+//! for one (source, account) are serialised on the guard row:
+//! - PostgreSQL: the statement is an upsert whose conflict path updates the
+//!   row, which takes its row lock until commit; a second transaction waits
+//!   there and then reads the committed guard. So an event parked by one
+//!   transaction is committed before the transaction that applies its
+//!   predecessor reads the parked events: no wakeup is lost.
+//! - SQLite: `BEGIN IMMEDIATE` already runs one writer at a time.
+//!
+//! A parked event's status changes only from `waiting`, in one conditional
+//! statement, so a release and an operator's dismiss of the same event
+//! cannot both succeed.
+
+use chrono::{DateTime, Utc};
+
+use super::{StoreError, WriteTx};
+
+/// Moves the guard up to `sequence` unless it is already higher; returns a
+/// row only if the event is in order (sequence >= guard). Check and write are
+/// this one statement: the conflict path locks the guard row (PostgreSQL) and
+/// evaluates `where` on its latest committed value. With no row returned the
+/// row is still locked, so a following `GUARD_SEQUENCE` reads a stable value.
+const ADVANCE_GUARD: &str = "
+insert into sequence_guards (source, account_id, last_sequence, updated_at)
+values ($1, $2, $3, $4)
+on conflict (source, account_id) do update
+set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at
+where sequence_guards.last_sequence <= excluded.last_sequence
+returning last_sequence";
+
+const GUARD_SEQUENCE: &str = "
+select last_sequence from sequence_guards where source = $1 and account_id = $2";
+
+/// Contiguous: creates the guard at `first_sequence - 1` if the account has
+/// none, and in every case locks the row and returns the guard. The conflict
+/// path is a no-op update so that PostgreSQL takes the row lock; a concurrent
+/// first insert of the same key waits for the first transaction and then
+/// takes the update path.
+const LOCK_GUARD: &str = "
+insert into sequence_guards (source, account_id, last_sequence, updated_at)
+values ($1, $2, $3, $4)
+on conflict (source, account_id) do update
+set last_sequence = sequence_guards.last_sequence
+returning last_sequence";
+
+/// The same lock for callers that must not create a guard (operator, drain):
+/// no row means the account has never had an ordered event.
+const LOCK_EXISTING_GUARD: &str = "
+update sequence_guards set last_sequence = last_sequence
+where source = $1 and account_id = $2
+returning last_sequence";
+
+/// Written only under the lock taken above.
+const SET_GUARD: &str = "
+update sequence_guards set last_sequence = $3, updated_at = $4
+where source = $1 and account_id = $2";
+
+/// The event that holds `sequence` for this account, other than the intent
+/// being decided: applied, parked, or held as stale. Read under the guard
+/// lock, and no such row is created or released without that lock.
+const SEQUENCE_HOLDER: &str = "
+select event_id from intents
+where source = $1 and account_id = $2 and event_sequence = $3
+    and status in ('applied', 'waiting', 'stale') and intent_id <> $4
+order by intent_id
+limit 1";
+
+/// Parked events above `$3`, lowest first (the `intents_waiting` index).
+const PARKED_AFTER: &str = "
+select intent_id, event_id, event_sequence, currency, amount_minor, object_id
+from intents
+where source = $1 and account_id = $2 and status = 'waiting' and event_sequence > $3
+order by event_sequence
+limit $4";
+
+/// `waiting` -> `applied` only if still waiting: an operator's dismiss that
+/// won the row first makes this change nothing, and the release stops there.
+const RELEASE_PARKED: &str = "
+update intents set status = 'applied', reason = $2
+where intent_id = $1 and status = 'waiting'";
+
+/// The operator action that skipped `sequence`, if one did.
+const SKIPPED_BY: &str = "
+select audit_id from sequence_skips
+where source = $1 and account_id = $2 and first_skipped <= $3 and last_skipped >= $3
+order by skip_id
+limit 1";
+
+const INSERT_SKIP: &str = "
+insert into sequence_skips (source, account_id, first_skipped, last_skipped, audit_id, created_at)
+values ($1, $2, $3, $4, $5, $6)";
+
+/// A parked event, as a release needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Parked {
+    pub intent_id: i64,
+    pub event_id: String,
+    pub event_sequence: i64,
+    pub currency: String,
+    pub amount_minor: i64,
+    pub object_id: Option<String>,
+}
+
+impl WriteTx {
+    /// High-water: true if `sequence` is in order (the guard now equals it);
+    /// false if the guard is already higher (the guard is untouched, but
+    /// locked until commit).
+    pub async fn advance_guard(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(ADVANCE_GUARD)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .bind(now)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.is_some())
+    }
+
+    pub async fn guard_sequence(
+        &mut self,
+        source: &str,
+        account_id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(GUARD_SEQUENCE)
+            .bind(source)
+            .bind(account_id)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(sequence,)| sequence))
+    }
+
+    /// Contiguous: locks the account's guard (creating it at `initial`) and
+    /// returns it.
+    pub async fn lock_guard(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        initial: i64,
+        now: DateTime<Utc>,
+    ) -> Result<i64, StoreError> {
+        let (guard,): (i64,) = on_tx!(self, conn => sqlx::query_as(LOCK_GUARD)
+            .bind(source)
+            .bind(account_id)
+            .bind(initial)
+            .bind(now)
+            .fetch_one(conn)
+            .await)?;
+        Ok(guard)
+    }
+
+    /// Locks the account's guard if it has one.
+    pub async fn lock_existing_guard(
+        &mut self,
+        source: &str,
+        account_id: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(LOCK_EXISTING_GUARD)
+            .bind(source)
+            .bind(account_id)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(guard,)| guard))
+    }
+
+    /// Sets a guard this transaction has locked.
+    pub async fn set_guard(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(SET_GUARD)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .bind(now)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+
+    /// The id of another event holding `sequence` on this account.
+    pub async fn sequence_holder(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        except_intent_id: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(String,)> = on_tx!(self, conn => sqlx::query_as(SEQUENCE_HOLDER)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .bind(except_intent_id)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(event_id,)| event_id))
+    }
+
+    /// Up to `limit` parked events above `after`, lowest sequence first.
+    pub async fn parked_after(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<Parked>, StoreError> {
+        Ok(on_tx!(self, conn => sqlx::query_as(PARKED_AFTER)
+            .bind(source)
+            .bind(account_id)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(conn)
+            .await)?)
+    }
+
+    /// Marks a parked event applied; false if it is no longer waiting.
+    pub async fn release_parked(
+        &mut self,
+        intent_id: i64,
+        reason: &str,
+    ) -> Result<bool, StoreError> {
+        let result = on_tx!(self, conn => sqlx::query(RELEASE_PARKED)
+            .bind(intent_id)
+            .bind(reason)
+            .execute(conn)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(result == 1)
+    }
+
+    /// The audit id of the operator action that skipped `sequence`.
+    pub async fn skipped_by(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(SKIPPED_BY)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(audit_id,)| audit_id))
+    }
+
+    /// Records that an operator skipped `first..=last`.
+    pub async fn insert_skip(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        skipped: (i64, i64),
+        audit_id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(INSERT_SKIP)
+            .bind(source)
+            .bind(account_id)
+            .bind(skipped.0)
+            .bind(skipped.1)
+            .bind(audit_id)
+            .bind(now)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+}

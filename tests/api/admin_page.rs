@@ -362,7 +362,81 @@ async fn held_events_are_listed_and_can_be_dismissed_or_applied_by_script(backen
     app.assert_invariants().await;
 }
 
+async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    for sequence in [1, 3, 4] {
+        app.send_to(
+            "ledger",
+            &credit_seq(&format!("m{sequence}"), "acct_9", 100, sequence),
+        )
+        .await;
+    }
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        dashboard.contains("Held for an operator (0)"),
+        "not yet past the timeout"
+    );
+    assert!(dashboard.contains(r#"<a href="/admin/gaps/ledger/acct_9">acct_9</a>"#));
+    let event = page(&app, "/admin/events/ledger/m3", &cookie).await;
+    assert!(event.contains("waits behind a gap"), "{event}");
+    app.clock.advance(chrono::TimeDelta::seconds(601));
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        dashboard.contains("Held for an operator (1)"),
+        "{dashboard}"
+    );
+
+    let gap = page(&app, "/admin/gaps/ledger/acct_9", &cookie).await;
+    assert!(
+        gap.contains("Skip 2 and apply 2 event(s) in order"),
+        "{gap}"
+    );
+    let csrf = csrf_in(&gap);
+    let skip = "/admin/gaps/ledger/acct_9/skip";
+    let no_note = post_form(&app, skip, &cookie, Some(&app.address), &[("csrf", &csrf)]).await;
+    assert_eq!(no_note.status(), StatusCode::BAD_REQUEST);
+    let cross_site = post_form(
+        &app,
+        skip,
+        &cookie,
+        Some("https://evil.example"),
+        &[("csrf", &csrf), ("note", "x")],
+    )
+    .await;
+    assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        app.balance("acct_9", "USD").await,
+        100,
+        "refused: nothing moved"
+    );
+    let done = post_form(
+        &app,
+        skip,
+        &cookie,
+        Some(&app.address),
+        &[("csrf", &csrf), ("note", "number 2 was voided upstream")],
+    )
+    .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        done.headers()["location"],
+        "/admin/gaps/ledger/acct_9?done=skip"
+    );
+    assert_eq!(app.balance("acct_9", "USD").await, 300);
+    let after = page(&app, "/admin/gaps/ledger/acct_9?done=skip", &cookie).await;
+    assert!(
+        after.contains("Nothing is waiting")
+            && after.contains("number 2 was voided upstream")
+            && after.contains("admin (browser)")
+            && after.contains("skipped 2; applied 2 parked event(s)"),
+        "{after}"
+    );
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    gaps_are_shown_held_and_skipped_from_the_page,
     sessions_expire,
     held_events_are_listed_and_can_be_dismissed_or_applied_by_script,
     login_is_required_and_checked,

@@ -2,139 +2,58 @@
 //! with a demo source and prints what is needed; `hookledger send` signs and
 //! delivers; generated secrets survive a restart; a bad config is one line.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use crate::helpers::Backend;
 use crate::postgres::TestDatabase;
+use crate::process::{Server, hookledger};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hookledger");
-
-/// The binary with a clean environment: nothing from the developer's shell
-/// (a `HOOKLEDGER_*` variable, say) can change what it does.
-fn hookledger(dir: &Path) -> Command {
-    let mut command = Command::new(BIN);
-    command.current_dir(dir).env_clear();
-    command
+/// The demo server: no config file in `dir`; its banner ends with a note.
+fn start(dir: &Path, database_url: Option<&str>) -> Server {
+    let env: Vec<(&str, &str)> = database_url
+        .map(|url| ("HOOKLEDGER_DATABASE_URL", url))
+        .into_iter()
+        .collect();
+    Server::start(dir, &env, "note")
 }
 
-/// A running server; killed when dropped, also when a test panics.
-struct Server {
-    child: Child,
-    banner: Vec<String>,
+/// `hookledger send`s one credit to the demo source, as README does.
+fn send(server: &Server, dir: &Path, event_id: &str) -> String {
+    let output = hookledger(dir)
+        .args(["send", "--url", &format!("{}/webhooks/demo", server.base())])
+        .args([
+            "--secret",
+            &server.value("demo source secret"),
+            "--event-id",
+            event_id,
+        ])
+        .args([
+            "--account",
+            "acct_1",
+            "--amount",
+            "1500",
+            "--currency",
+            "USD",
+        ])
+        .output()
+        .expect("send runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "send failed: {stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+async fn balance(server: &Server) -> serde_json::Value {
+    let token = server.value("admin token");
+    server.admin(&token, "/admin/api/accounts/acct_1").await["balances"][0]["balance_minor"].clone()
 }
 
-impl Server {
-    /// Starts `hookledger` in `dir` (no config file there) and reads its
-    /// banner, failing after 60 s rather than hanging.
-    fn start(dir: &Path, database_url: Option<&str>) -> Server {
-        let mut command = hookledger(dir);
-        command
-            .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
-            .env("HOOKLEDGER_WORKERS", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if let Some(url) = database_url {
-            command.env("HOOKLEDGER_DATABASE_URL", url);
-        }
-        let mut server = Server {
-            child: command.spawn().expect("binary starts"),
-            banner: Vec::new(),
-        };
-        let stdout = BufReader::new(server.child.stdout.take().unwrap());
-        let (lines, receive) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                let last = line.trim_start().starts_with("note");
-                if lines.send(line).is_err() || last {
-                    break;
-                }
-            }
-        });
-        while let Ok(line) = receive.recv_timeout(Duration::from_secs(60)) {
-            let last = line.trim_start().starts_with("note");
-            server.banner.push(line);
-            if last {
-                return server;
-            }
-        }
-        panic!("no complete banner within 60 s: {:?}", server.banner);
-    }
-
-    /// The value after `label` on the banner line that starts with it.
-    fn value(&self, label: &str) -> String {
-        let line = self
-            .banner
-            .iter()
-            .find(|l| l.trim_start().starts_with(label))
-            .unwrap_or_else(|| panic!("no {label:?} in {:?}", self.banner));
-        line.trim_start()[label.len()..]
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .to_owned()
-    }
-
-    fn base(&self) -> String {
-        self.banner[0]
-            .split_whitespace()
-            .nth(3)
-            .expect("hookledger listening on URL")
-            .to_owned()
-    }
-
-    fn send(&self, dir: &Path, event_id: &str) -> String {
-        let output = hookledger(dir)
-            .args(["send", "--url", &format!("{}/webhooks/demo", self.base())])
-            .args([
-                "--secret",
-                &self.value("demo source secret"),
-                "--event-id",
-                event_id,
-            ])
-            .args([
-                "--account",
-                "acct_1",
-                "--amount",
-                "1500",
-                "--currency",
-                "USD",
-            ])
-            .output()
-            .expect("send runs");
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "send failed: {stdout} {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        stdout
-    }
-
-    async fn admin(&self, path: &str) -> serde_json::Value {
-        let response = reqwest::Client::new()
-            .get(format!("{}{path}", self.base()))
-            .bearer_auth(self.value("admin token"))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::OK);
-        response.json().await.unwrap()
-    }
-
-    async fn balance(&self) -> serde_json::Value {
-        self.admin("/admin/api/accounts/acct_1").await["balances"][0]["balance_minor"].clone()
-    }
+async fn check(server: &Server) -> serde_json::Value {
+    let token = server.value("admin token");
+    server.admin(&token, "/admin/api/check").await
 }
 
 async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
@@ -144,23 +63,23 @@ async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
         Backend::Sqlite => None,
     };
     let database_url = postgres.as_ref().map(|p| p.url.as_str());
-    let server = Server::start(dir.path(), database_url);
+    let server = start(dir.path(), database_url);
     assert!(dir.path().join("data/admin_token").exists());
-    let first = server.send(dir.path(), "msg_walkthrough");
+    let first = send(&server, dir.path(), "msg_walkthrough");
     assert!(
         first.contains(r#""duplicate":false"#) && first.contains(r#""status":"applied""#),
         "{first}"
     );
-    let again = server.send(dir.path(), "msg_walkthrough");
+    let again = send(&server, dir.path(), "msg_walkthrough");
     assert!(again.contains(r#""duplicate":true"#), "{again}");
-    assert_eq!(server.balance().await, 1500);
+    assert_eq!(balance(&server).await, 1500);
     let secrets = (
         server.value("admin token"),
         server.value("demo source secret"),
     );
     drop(server);
 
-    let restarted = Server::start(dir.path(), database_url);
+    let restarted = start(dir.path(), database_url);
     assert_eq!(
         (
             restarted.value("admin token"),
@@ -168,13 +87,84 @@ async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
         ),
         secrets
     );
-    let third = restarted.send(dir.path(), "msg_walkthrough");
+    let third = send(&restarted, dir.path(), "msg_walkthrough");
     assert!(third.contains(r#""duplicate":true"#), "{third}");
-    assert_eq!(restarted.balance().await, 1500);
-    assert_eq!(restarted.admin("/admin/api/check").await["ok"], true);
+    assert_eq!(balance(&restarted).await, 1500);
+    assert_eq!(check(&restarted).await["ok"], true);
 }
 
-both_backends!(the_walkthrough_works_and_secrets_survive_a_restart);
+/// README's ordered walkthrough: a shuffled stream with 4 left out parks
+/// what follows the gap; sending 4 releases it.
+async fn the_ordered_demo_parks_and_releases(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = match &backend {
+        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
+        Backend::Sqlite => None,
+    };
+    let server = start(dir.path(), postgres.as_ref().map(|p| p.url.as_str()));
+    let url = format!("{}/webhooks/demo-ordered", server.base());
+    assert!(
+        server
+            .banner
+            .iter()
+            .any(|l| l.contains(&url) && l.contains("contiguous")),
+        "{:?}",
+        server.banner
+    );
+    let send = |extra: &[&str]| {
+        let output = hookledger(dir.path())
+            .args([
+                "send",
+                "--url",
+                &url,
+                "--secret",
+                &server.value("demo source secret"),
+            ])
+            .args(["--account", "acct_2", "--amount", "100"])
+            .args(extra)
+            .output()
+            .expect("send runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let stream = send(&[
+        "--event-id",
+        "run1",
+        "--count",
+        "6",
+        "--shuffle",
+        "--omit",
+        "4",
+    ]);
+    assert_eq!(stream.matches("HTTP 200 OK").count(), 5, "{stream}");
+    assert!(!stream.contains("run1-4 "), "{stream}");
+    let token = server.value("admin token");
+    let waiting = server
+        .admin(&token, "/admin/api/events?status=waiting&account=acct_2")
+        .await;
+    let mut ids: Vec<&str> = waiting["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["run1-5", "run1-6"], "the events after the gap wait");
+    let closing = send(&["--event-id", "run1-4", "--sequence", "4"]);
+    assert!(closing.contains(r#""released":2"#), "{closing}");
+    let account = server.admin(&token, "/admin/api/accounts/acct_2").await;
+    assert_eq!(account["balances"][0]["balance_minor"], 600);
+    assert_eq!(check(&server).await["ok"], true);
+}
+
+both_backends!(
+    the_walkthrough_works_and_secrets_survive_a_restart,
+    the_ordered_demo_parks_and_releases,
+);
 
 #[test]
 fn a_bad_config_stops_start_up_with_one_line() {

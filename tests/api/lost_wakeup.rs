@@ -1,0 +1,131 @@
+//! No lost wakeup on PostgreSQL: event 2 parks while event 1 (the number
+//! before it) is being applied. If parking did not take the account's guard
+//! row lock, 1's release step could run while 2's park is uncommitted, miss
+//! it, and 2 would wait forever. The test forces exactly that interleaving:
+//! a trigger stops 2's transaction at its park statement on an advisory lock
+//! the test holds; then 1 is delivered; the lock is released only once 1's
+//! transaction is blocked (correct) or has answered (the bug).
+//!
+//! PostgreSQL only: SQLite runs one write transaction at a time
+//! (`BEGIN IMMEDIATE`), so the interleaving cannot happen there.
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection};
+
+use crate::helpers::{Backend, TestApp, credit_seq};
+
+const PAUSE_KEY: i64 = 4242;
+
+/// Makes every park (`status` becoming `waiting`) wait for `PAUSE_KEY`.
+const PAUSE_PARKS: &str = "
+create function pause_park() returns trigger language plpgsql as $$
+begin
+    perform pg_advisory_xact_lock(4242);
+    return new;
+end $$;
+create trigger pause_park before insert or update on intents
+for each row when (new.status = 'waiting') execute function pause_park();";
+
+/// Backends of this test's database waiting for a lock of `kind`.
+async fn waiting_on(observer: &mut PgConnection, kind: &str) -> i64 {
+    sqlx::query_scalar(
+        "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
+         where a.datname = current_database() and l.locktype = $1 and not l.granted",
+    )
+    .bind(kind)
+    .fetch_one(observer)
+    .await
+    .unwrap()
+}
+
+async fn until_waiting_on(observer: &mut PgConnection, kind: &str) {
+    for _ in 0..200 {
+        if waiting_on(observer, kind).await > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no transaction ever waited on a {kind} lock");
+}
+
+/// Parks `parked` while `next` (the number before it) is applied, with the
+/// park paused at the critical point; both must end applied.
+async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: i64) {
+    let mut pauser = PgConnection::connect(&app.database_url).await.unwrap();
+    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("select pg_advisory_lock($1)")
+        .bind(PAUSE_KEY)
+        .execute(&mut pauser)
+        .await
+        .unwrap();
+
+    let parked = credit_seq(&format!("{account}_{}", next + 1), account, 20, next + 1);
+    let predecessor = credit_seq(&format!("{account}_{next}"), account, 10, next);
+    let park = app.send_to("ledger", &parked);
+    let apply_meanwhile = async {
+        until_waiting_on(&mut observer, "advisory").await;
+        let apply = app.send_to("ledger", &predecessor);
+        tokio::pin!(apply);
+        // Correct: the predecessor waits for the parked transaction (its
+        // guard row lock). With the bug it does not wait, and answers first.
+        let mut answered = None;
+        for _ in 0..200 {
+            tokio::select! {
+                answer = &mut apply => {
+                    answered = Some(answer);
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if waiting_on(&mut observer, "transactionid").await > 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        sqlx::query("select pg_advisory_unlock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut pauser)
+            .await
+            .unwrap();
+        match answered {
+            Some(answer) => answer,
+            None => apply.await,
+        }
+    };
+    let (parked, applied) = tokio::join!(park, apply_meanwhile);
+    assert_eq!(parked["status"], "waiting");
+    assert_eq!(applied["status"], "applied");
+    assert_eq!(
+        applied["released"], 1,
+        "the parked event was seen: {applied}"
+    );
+    let stranded = app
+        .event("ledger", &format!("{account}_{}", next + 1))
+        .await;
+    assert_eq!(
+        stranded["status"], "applied",
+        "the parked event was released"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_park_racing_the_release_is_never_stranded() {
+    let Some(backend) =
+        Backend::postgres_or_skip("lost_wakeup::a_park_racing_the_release_is_never_stranded")
+    else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE_PARKS).await.unwrap();
+    // A new account: the park creates the guard row, the release waits for
+    // that insert.
+    park_while_the_predecessor_commits(&app, "fresh", 1).await;
+    // An account with history: the park locks the existing guard row.
+    app.send_to("ledger", &credit_seq("known_1", "known", 5, 1))
+        .await;
+    park_while_the_predecessor_commits(&app, "known", 2).await;
+    assert_eq!(app.balance("fresh", "USD").await, 30);
+    assert_eq!(app.balance("known", "USD").await, 35);
+    app.assert_invariants().await;
+}

@@ -1,0 +1,110 @@
+//! The real `hookledger` binary as a child process: started with a clean
+//! environment, its start-up banner read, killed when dropped (also when a
+//! test panics, and with SIGKILL when a test wants a crash).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hookledger");
+
+/// The binary with a clean environment: nothing from the developer's shell
+/// (a `HOOKLEDGER_*` variable, say) can change what it does.
+pub fn hookledger(dir: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command.current_dir(dir).env_clear();
+    command
+}
+
+/// A running server.
+pub struct Server {
+    child: Child,
+    pub banner: Vec<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Server {
+    /// Starts `hookledger` in `dir` with `env` on port 0 and reads its banner
+    /// up to the line starting with `last`, failing after 60 s rather than
+    /// hanging.
+    pub fn start(dir: &Path, env: &[(&str, &str)], last: &'static str) -> Server {
+        let mut command = hookledger(dir);
+        command
+            .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
+            .env("HOOKLEDGER_WORKERS", "1")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut server = Server {
+            child: command.spawn().expect("binary starts"),
+            banner: Vec::new(),
+        };
+        let stdout = BufReader::new(server.child.stdout.take().unwrap());
+        let (lines, receive) = mpsc::channel();
+        let is_last = move |line: &str| line.trim_start().starts_with(last);
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                let done = is_last(&line);
+                if lines.send(line).is_err() || done {
+                    break;
+                }
+            }
+        });
+        while let Ok(line) = receive.recv_timeout(Duration::from_secs(60)) {
+            let done = is_last(&line);
+            server.banner.push(line);
+            if done {
+                return server;
+            }
+        }
+        panic!("no complete banner within 60 s: {:?}", server.banner);
+    }
+
+    /// SIGKILL: no shutdown, no chance to finish anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The value after `label` on the banner line that starts with it.
+    pub fn value(&self, label: &str) -> String {
+        let line = self
+            .banner
+            .iter()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} in {:?}", self.banner));
+        line.trim_start()[label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base(&self) -> String {
+        self.banner[0]
+            .split_whitespace()
+            .nth(3)
+            .expect("hookledger listening on URL")
+            .to_owned()
+    }
+
+    /// GETs an admin API path with `token`, expecting 200.
+    pub async fn admin(&self, token: &str, path: &str) -> serde_json::Value {
+        let response = reqwest::Client::new()
+            .get(format!("{}{path}", self.base()))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        response.json().await.unwrap()
+    }
+}

@@ -9,6 +9,7 @@
 //! several instances draining at once serialise per account and apply each
 //! event once.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::context::Context;
-use crate::domain::DEFAULT_RELEASE_BATCH;
+use crate::domain::OrderingPolicy;
 use crate::ingest::drain_account;
 use crate::store::StoreError;
 
@@ -49,40 +50,61 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
     })
 }
 
-/// Releases until no account has a parked event ready. Each pass makes
-/// progress: a ready event is applied, or becomes `rejected` (balance
-/// range), or was dismissed; either way it is no longer ready.
+/// Releases until no account has a parked event ready. Each step makes
+/// progress: a ready event is applied, or becomes `rejected` (balance range)
+/// or `stale` (late, held), or was dismissed; either way it is no longer
+/// ready. An account whose step fails for a reason other than the database
+/// being unavailable is logged and left for the next sweep, so it cannot
+/// hold up the others.
 async fn sweep(context: &Context) -> Result<(), StoreError> {
+    let mut failed = HashSet::new();
     loop {
-        let ready = context
+        let ready: Vec<(String, String)> = context
             .store
             .releasable_accounts(ACCOUNTS_PER_QUERY)
-            .await?;
+            .await?
+            .into_iter()
+            .filter(|key| !failed.contains(key))
+            .collect();
         if ready.is_empty() {
             return Ok(());
         }
         for (source, account_id) in ready {
-            let budget = context
+            let policy = context
                 .source(&source)
-                .map_or(DEFAULT_RELEASE_BATCH, |s| s.ordering.release_batch);
-            let released = drain_account(
+                .map_or_else(OrderingPolicy::default, |s| s.ordering);
+            let step = drain_account(
                 &context.store,
                 &source,
                 &account_id,
-                budget,
+                policy.on_stale,
+                policy.release_batch,
                 context.clock.now(),
             )
-            .await?;
-            context
-                .metrics
-                .ordering(&source, "released", released.applied);
-            tracing::info!(
-                source,
-                account_id,
-                released = released.applied,
-                guard = released.guard,
-                "released parked events"
-            );
+            .await;
+            match step {
+                Ok(released) => {
+                    let metrics = &context.metrics;
+                    metrics.ordering(&source, "released", released.applied);
+                    tracing::info!(
+                        source,
+                        account_id,
+                        released = released.applied,
+                        late = released.late,
+                        guard = released.guard,
+                        "released parked events"
+                    );
+                }
+                Err(error) if error.is_transient() => return Err(error),
+                Err(error) => {
+                    tracing::error!(
+                        source,
+                        account_id,
+                        "releasing parked events failed: {error}"
+                    );
+                    failed.insert((source, account_id));
+                }
+            }
         }
     }
 }

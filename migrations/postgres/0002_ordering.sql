@@ -15,6 +15,10 @@ alter table intents add constraint intents_posting_check
 -- The event arrived below its account's sequence guard (applied late, or
 -- held as stale).
 alter table intents add column late boolean not null default false;
+-- Before this migration every stale event was late, and so was every event
+-- applied with on_stale = "apply" (its reason said so).
+update intents set late = true
+where status = 'stale' or reason = 'applied out of order';
 create index intents_by_sequence on intents (source, account_id, event_sequence);
 create unique index intents_waiting on intents (source, account_id, event_sequence)
     where status = 'waiting';

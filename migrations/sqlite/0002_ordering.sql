@@ -42,7 +42,10 @@ insert into intents_new (intent_id, source, event_id, event_type, status, reason
     payload_sha256, payload, first_received_at, last_received_at, late)
 select intent_id, source, event_id, event_type, status, reason, account_id,
     currency, amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
-    payload_sha256, payload, first_received_at, last_received_at, 0
+    payload_sha256, payload, first_received_at, last_received_at,
+    -- Before this migration every stale event was late, and so was every
+    -- event applied with on_stale = "apply" (its reason said so).
+    case when status = 'stale' or reason = 'applied out of order' then 1 else 0 end
 from intents;
 
 create table ledger_entries_new (

@@ -4,7 +4,9 @@
 use actix_web::web::{Bytes, Data, Json, Path};
 use serde_json::{Value, json};
 
-use super::api::parse_note;
+use serde::Deserialize;
+
+use super::api::clean_note;
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
 use crate::context::Context;
@@ -49,8 +51,16 @@ pub async fn show_gap(
     })))
 }
 
-/// `POST /admin/api/gaps/{source}/{account_id}/skip` with `{"note": "..."}`
-/// (required): skips the missing numbers and applies the parked events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkipBody {
+    note: Option<String>,
+    through: Option<i64>,
+}
+
+/// `POST /admin/api/gaps/{source}/{account_id}/skip` with
+/// `{"note": "...", "through": N}` (both required): skips the missing
+/// numbers up to N and applies the parked events between them in order.
 pub async fn skip_gap(
     _: BearerAdmin,
     context: Data<Context>,
@@ -58,12 +68,30 @@ pub async fn skip_gap(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let (source, account_id) = path.into_inner();
-    let note = parse_note(&body)?.ok_or_else(|| {
+    let body: SkipBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "body must be {{\"note\": \"...\", \"through\": <sequence>}}: {e}"
+        ))
+    })?;
+    let note = clean_note(body.note)?.ok_or_else(|| {
         ApiError::BadRequest(
             "a note is required: say why the missing numbers will never arrive".into(),
         )
     })?;
-    let outcome = gaps::skip(&context, &source, &account_id, "admin (token)", &note).await?;
+    let through = body.through.ok_or_else(|| {
+        ApiError::BadRequest(
+            "through is required: the highest missing number you confirm skipping".into(),
+        )
+    })?;
+    let outcome = gaps::skip(
+        &context,
+        &source,
+        &account_id,
+        through,
+        "admin (token)",
+        &note,
+    )
+    .await?;
     let skipped: Vec<MissingRange> = outcome.skipped.iter().map(MissingRange::from).collect();
     Ok(Json(json!({
         "source": source,
@@ -71,6 +99,7 @@ pub async fn skip_gap(
         "skipped": skipped,
         "released": outcome.released,
         "guard": outcome.guard,
+        "held": outcome.held,
         "more": outcome.more,
         "audit_id": outcome.audit_id,
     })))

@@ -80,6 +80,8 @@ pub struct SkipForm {
     #[serde(default)]
     csrf: String,
     note: Option<String>,
+    /// The highest missing number the page showed.
+    through: Option<i64>,
 }
 
 pub async fn skip_gap(
@@ -91,12 +93,24 @@ pub async fn skip_gap(
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let (source, account_id) = path.into_inner();
-    let note = clean_note(form.into_inner().note)?.ok_or_else(|| {
+    let form = form.into_inner();
+    let through = form
+        .through
+        .ok_or_else(|| ApiError::BadRequest("the form lacks the numbers to skip; reload".into()))?;
+    let note = clean_note(form.note)?.ok_or_else(|| {
         ApiError::BadRequest(
             "a note is required: say why the missing numbers will never arrive".into(),
         )
     })?;
-    gaps::skip(&context, &source, &account_id, admin.actor(), &note).await?;
+    gaps::skip(
+        &context,
+        &source,
+        &account_id,
+        through,
+        admin.actor(),
+        &note,
+    )
+    .await?;
     Ok(see_other(&format!(
         "{}?done=skip",
         gap_href(&source, &account_id)

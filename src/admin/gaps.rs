@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, Ranges, missing_ranges};
+use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, OrderingPolicy, Ranges, missing_ranges};
 use crate::operator::{self, OperatorError, SkipOutcome, SkipRequest};
 use crate::store::{GapRow, StoreError};
 
@@ -35,6 +35,9 @@ pub struct Gap {
     pub missing_text: String,
     /// More missing ranges than listed.
     pub missing_more: bool,
+    /// The highest missing number listed: what a skip confirmed from this
+    /// view may pass over (the guard itself when nothing is missing).
+    pub skip_through: i64,
     pub waiting_since: DateTime<Utc>,
     pub open_secs: i64,
     pub gap_timeout_secs: u64,
@@ -92,6 +95,7 @@ async fn describe(context: &Context, row: GapRow) -> Result<Gap, StoreError> {
         .num_seconds()
         .max(0);
     Ok(Gap {
+        skip_through: missing.last().map_or(row.guard, |r| *r.end()),
         next_expected: row.guard + 1,
         missing_text: Ranges(&missing).to_string(),
         missing: missing.iter().map(MissingRange::from).collect(),
@@ -115,18 +119,21 @@ pub async fn skip(
     context: &Context,
     source: &str,
     account_id: &str,
+    through: i64,
     actor: &str,
     note: &str,
 ) -> Result<SkipOutcome, OperatorError> {
-    let budget = context
+    let policy = context
         .source(source)
-        .map_or(DEFAULT_RELEASE_BATCH, |s| s.ordering.release_batch);
+        .map_or_else(OrderingPolicy::default, |s| s.ordering);
     let request = SkipRequest {
         source,
         account_id,
+        through,
         actor,
         note,
-        budget,
+        on_stale: policy.on_stale,
+        budget: policy.release_batch,
         now: context.clock.now(),
     };
     let outcome = operator::skip_gap(&context.store, &request).await?;
@@ -147,6 +154,7 @@ pub async fn skip(
     tracing::info!(
         source,
         account_id,
+        through,
         skipped = %Ranges(&outcome.skipped),
         released = outcome.released,
         "operator skipped a gap"

@@ -188,6 +188,7 @@ pub struct GapView {
     pub open: String,
     pub held: bool,
     pub href: String,
+    pub skip_through: i64,
 }
 
 impl From<Gap> for GapView {
@@ -203,6 +204,7 @@ impl From<Gap> for GapView {
             lowest_waiting: gap.lowest_waiting,
             highest_waiting: gap.highest_waiting,
             held: gap.held,
+            skip_through: gap.skip_through,
             source: gap.source,
             account_id: gap.account_id,
         }

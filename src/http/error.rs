@@ -36,6 +36,9 @@ pub enum ApiError {
         status: Status,
         wanted: &'static str,
     },
+    /// The request no longer matches the state it was made for.
+    #[error("{0}")]
+    Conflict(String),
     #[error("the database is unavailable; retry later")]
     Unavailable,
     #[error("internal error")]
@@ -54,6 +57,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::WrongStatus { .. } => "wrong_status",
+            ApiError::Conflict(_) => "conflict",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal => "internal",
         }
@@ -102,6 +106,7 @@ impl From<OperatorError> for ApiError {
             OperatorError::NotFound => ApiError::NotFound("event"),
             OperatorError::WrongStatus(status, wanted) => ApiError::WrongStatus { status, wanted },
             OperatorError::NothingWaiting => ApiError::NotFound("waiting event"),
+            error @ OperatorError::NothingToSkip { .. } => ApiError::Conflict(error.to_string()),
             OperatorError::Store(e) => e.into(),
         }
     }
@@ -115,7 +120,7 @@ impl ResponseError for ApiError {
             ApiError::BodyUnreadable | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Verification(_) | ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::WrongStatus { .. } => StatusCode::CONFLICT,
+            ApiError::WrongStatus { .. } | ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -7,7 +7,7 @@
 //! - a number another event already holds is `rejected`, naming that event;
 //! - an earlier free number (one an operator skipped) is late: `on_stale`.
 
-use super::release::{self, Gaps};
+use super::release::{self, Gaps, Release};
 use super::{Decided, Posted, late};
 use crate::domain::{Slot, Status, contiguous_slot};
 use crate::store::{StoreError, WriteTx};
@@ -42,17 +42,18 @@ pub(super) async fn decide(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Deci
     }
     match contiguous_slot(guard, sequence) {
         Slot::Next => {
-            posted.apply(tx).await?;
-            let released = release::release(
-                tx,
+            let release = Release {
                 source,
-                account,
-                sequence,
-                policy.release_batch,
-                Gaps::Wait,
-                posted.now,
-            )
-            .await?;
+                account_id: account,
+                on_stale: policy.on_stale,
+                budget: policy.release_batch,
+                gaps: Gaps::Wait,
+                now: posted.now,
+            };
+            let own_currency = Some(posted.posting.currency.code());
+            let prepared = release::prepare(tx, &release, sequence, own_currency).await?;
+            posted.apply(tx).await?;
+            let released = release::run(tx, &release, &prepared).await?;
             tx.set_guard(source, account, released.guard, posted.now)
                 .await?;
             Ok(Decided {

@@ -1,23 +1,28 @@
-//! Releasing parked events: once the number before a parked event is
+//! Releasing parked events. Once the number before a parked event is
 //! applied (or an operator skips the gap), the event is applied, in sequence
 //! order, in the transaction that closed the gap. Callers hold the account's
 //! guard row lock (`lock_guard` / `lock_existing_guard`) and write the guard
 //! this returns.
 //!
-//! A release is bounded: at most `budget` events per transaction, so one
-//! delivery never turns into an unbounded transaction. When the bound is
-//! reached with more ready, [`Released::budget_used_up`] tells the caller to
-//! wake the drain task, which goes on in later transactions
-//! ([`drain_account`]); after a crash, the drain task's start-up sweep finds
-//! the same work again, because it is derived from the rows themselves (a
-//! waiting event at guard + 1).
+//! A release is planned first ([`plan`], pure), then executed: the balance
+//! rows it will post to are locked up front in currency order (see
+//! `store/write`), then each step runs. It is bounded: at most `budget`
+//! parked events per transaction. When the bound is reached with more
+//! waiting, [`Released::budget_used_up`] tells the caller to wake the drain
+//! task, which goes on in later transactions ([`drain_account`]); after a
+//! crash the drain task's start-up sweep finds the same work again, because
+//! it is derived from the rows (a waiting event at or below guard + 1).
+//!
+//! A waiting event the guard has already passed (the source was switched
+//! away from contiguous, or instances disagree on its mode) is late: it
+//! follows `on_stale` like any late event, so it is never stranded.
 
 use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
 
 use super::{LedgerPosting, post_to_ledger};
-use crate::domain::{Ranges, Status};
+use crate::domain::{OnStale, Ranges, StaleAction, Status};
 use crate::store::{Parked, Store, StoreError, WriteTx};
 
 /// What to do at a gap (a missing number before the next parked event).
@@ -25,104 +30,278 @@ use crate::store::{Parked, Store, StoreError, WriteTx};
 pub(crate) enum Gaps {
     /// Stop: the missing event may still arrive.
     Wait,
-    /// Skip the missing numbers (an operator's decision) and go on.
-    Skip,
+    /// An operator's decision: skip missing numbers up to and including
+    /// this one (those the operator saw); stop at a gap beyond it.
+    SkipThrough(i64),
+}
+
+/// One account's release, as its callers configure it.
+pub(crate) struct Release<'a> {
+    pub source: &'a str,
+    pub account_id: &'a str,
+    pub on_stale: OnStale,
+    pub budget: u32,
+    pub gaps: Gaps,
+    pub now: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Released {
-    /// Parked events applied.
+    /// Parked events applied in order.
     pub applied: u64,
-    /// The guard after the release: the last number applied or passed.
+    /// Parked events the guard had passed, settled as late (applied or held).
+    pub late: u64,
+    /// The guard after the release: the last number applied or skipped.
     pub guard: i64,
-    /// Missing numbers passed over (only with [`Gaps::Skip`]).
+    /// Missing numbers passed over (only with [`Gaps::SkipThrough`]).
     pub skipped: Vec<RangeInclusive<i64>>,
+    /// A parked event that could not be applied (its balance would leave
+    /// the supported range): now `rejected` and held, and the release
+    /// stopped before it.
+    pub held: Option<String>,
     /// The bound was reached and more parked events may be ready.
     pub budget_used_up: bool,
 }
 
+impl Released {
+    /// Whether the release changed anything.
+    pub fn did_something(&self) -> bool {
+        self.applied > 0 || self.late > 0 || !self.skipped.is_empty() || self.held.is_some()
+    }
+}
+
+/// One step of a planned release.
+#[derive(Debug, Clone)]
+pub(crate) enum Step<'a> {
+    /// The guard passed this number already: a late event.
+    Late(&'a Parked),
+    /// Skip these missing numbers (the guard moves to the range's end).
+    Skip(RangeInclusive<i64>),
+    /// The next number: apply it (the guard moves to it).
+    Apply(&'a Parked),
+}
+
+/// The steps a release takes from `guard` over `parked` (lowest sequence
+/// first): late events first, then every event contiguous with the guard,
+/// passing over gaps only as far as `gaps` allows.
+pub(crate) fn plan(guard: i64, parked: &[Parked], gaps: Gaps) -> Vec<Step<'_>> {
+    let mut steps = Vec::new();
+    let mut guard = guard;
+    for event in parked {
+        let sequence = event.event_sequence;
+        if sequence <= guard {
+            steps.push(Step::Late(event));
+            continue;
+        }
+        if sequence > guard + 1 {
+            let gap = guard + 1..=sequence - 1;
+            match gaps {
+                Gaps::SkipThrough(through) if *gap.end() <= through => steps.push(Step::Skip(gap)),
+                _ => break,
+            }
+        }
+        steps.push(Step::Apply(event));
+        guard = sequence;
+    }
+    steps
+}
+
+/// A release whose parked events are read and whose balance rows are
+/// locked, ready to run.
+pub(crate) struct Prepared {
+    parked: Vec<Parked>,
+    guard: i64,
+}
+
+/// Reads the parked events and locks the balance rows the release will post
+/// to, together with `own_currency`: the currency of a posting the caller
+/// makes between this and [`run`] (the event that closes the gap), so that
+/// all of them are locked in order before any is written.
+pub(crate) async fn prepare(
+    tx: &mut WriteTx,
+    release: &Release<'_>,
+    guard: i64,
+    own_currency: Option<&str>,
+) -> Result<Prepared, StoreError> {
+    let parked = tx
+        .parked(
+            release.source,
+            release.account_id,
+            i64::from(release.budget),
+        )
+        .await?;
+    let currencies: Vec<&str> = plan(guard, &parked, release.gaps)
+        .iter()
+        .filter_map(|step| match step {
+            Step::Apply(event) | Step::Late(event) => Some(event.currency.as_str()),
+            Step::Skip(_) => None,
+        })
+        .chain(own_currency)
+        .collect();
+    tx.lock_balances(release.account_id, &currencies, release.now)
+        .await?;
+    Ok(Prepared { parked, guard })
+}
+
+pub(crate) async fn run(
+    tx: &mut WriteTx,
+    release: &Release<'_>,
+    prepared: &Prepared,
+) -> Result<Released, StoreError> {
+    let steps = plan(prepared.guard, &prepared.parked, release.gaps);
+    execute(tx, release, prepared.guard, &steps, prepared.parked.len()).await
+}
+
+/// [`prepare`] and [`run`] with no posting of the caller's between them.
 pub(crate) async fn release(
     tx: &mut WriteTx,
-    source: &str,
-    account_id: &str,
+    release: &Release<'_>,
     guard: i64,
-    budget: u32,
-    gaps: Gaps,
-    now: DateTime<Utc>,
 ) -> Result<Released, StoreError> {
-    let parked = tx
-        .parked_after(source, account_id, guard, i64::from(budget))
-        .await?;
+    let prepared = prepare(tx, release, guard, None).await?;
+    run(tx, release, &prepared).await
+}
+
+/// Runs the steps; stops at the first event that is no longer waiting (an
+/// operator dismissed it meanwhile) or cannot be applied.
+async fn execute(
+    tx: &mut WriteTx,
+    release: &Release<'_>,
+    guard: i64,
+    steps: &[Step<'_>],
+    fetched: usize,
+) -> Result<Released, StoreError> {
     let mut released = Released {
         guard,
         ..Released::default()
     };
-    for event in &parked {
-        let next = released.guard + 1;
-        let gap = (event.event_sequence > next).then(|| next..=event.event_sequence - 1);
-        let reason = match (&gap, gaps) {
-            (None, _) => format!("released in order after sequence {}", released.guard),
-            (Some(_), Gaps::Wait) => break,
-            (Some(gap), Gaps::Skip) => format!(
-                "released in order after an operator skipped {}",
-                Ranges(std::slice::from_ref(gap))
-            ),
-        };
-        if !apply_parked(tx, source, account_id, event, &reason, now).await? {
-            break;
+    let mut after_skip: Option<&RangeInclusive<i64>> = None;
+    let mut stopped = false;
+    for step in steps {
+        match step {
+            Step::Late(event) => {
+                if settle_late(tx, release, guard, event).await? {
+                    released.late += 1;
+                }
+            }
+            Step::Skip(gap) => {
+                released.skipped.push(gap.clone());
+                released.guard = *gap.end();
+                after_skip = Some(gap);
+            }
+            Step::Apply(event) => {
+                let reason = match after_skip.take() {
+                    Some(gap) => format!(
+                        "released in order after an operator skipped {}",
+                        Ranges(std::slice::from_ref(gap))
+                    ),
+                    None => format!("released in order after sequence {}", released.guard),
+                };
+                match apply(tx, release, event, &reason, false).await? {
+                    Applied::Yes => {
+                        released.guard = event.event_sequence;
+                        released.applied += 1;
+                    }
+                    Applied::NotWaiting => stopped = true,
+                    Applied::OutOfRange => {
+                        released.held = Some(event.event_id.clone());
+                        stopped = true;
+                    }
+                }
+                if stopped {
+                    break;
+                }
+            }
         }
-        released.skipped.extend(gap);
-        released.guard = event.event_sequence;
-        released.applied += 1;
     }
-    released.budget_used_up = released.applied == u64::from(budget);
+    released.budget_used_up = !stopped && fetched == release.budget as usize;
     Ok(released)
 }
 
-/// Applies one parked event; false if it could not be (an operator
-/// dismissed it meanwhile, or its balance would leave the supported range,
-/// in which case it is now `rejected` and held), which ends the release.
-async fn apply_parked(
+/// A parked event whose number the guard has passed: late, so `on_stale`.
+/// False if it was no longer waiting.
+async fn settle_late(
     tx: &mut WriteTx,
-    source: &str,
-    account_id: &str,
+    release: &Release<'_>,
+    guard: i64,
+    event: &Parked,
+) -> Result<bool, StoreError> {
+    let sequence = event.event_sequence;
+    let action = if event.amount_minor > 0 {
+        release.on_stale.credit
+    } else {
+        release.on_stale.debit
+    };
+    let why = "it was waiting when the guard passed it";
+    match action {
+        StaleAction::Apply => {
+            let reason = format!("applied out of order: sequence {sequence} below {guard} ({why})");
+            Ok(!matches!(
+                apply(tx, release, event, &reason, true).await?,
+                Applied::NotWaiting
+            ))
+        }
+        StaleAction::Hold => {
+            let reason = format!("out of order: sequence {sequence} is below {guard} ({why})");
+            tx.settle_parked(event.intent_id, Status::Stale, &reason, true)
+                .await
+        }
+    }
+}
+
+enum Applied {
+    Yes,
+    /// No longer waiting: an operator dismissed it meanwhile.
+    NotWaiting,
+    /// Its balance would leave the supported range: now `rejected`.
+    OutOfRange,
+}
+
+async fn apply(
+    tx: &mut WriteTx,
+    release: &Release<'_>,
     event: &Parked,
     reason: &str,
-    now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    if !tx.release_parked(event.intent_id, reason).await? {
-        return Ok(false);
+    late: bool,
+) -> Result<Applied, StoreError> {
+    if !tx
+        .settle_parked(event.intent_id, Status::Applied, reason, late)
+        .await?
+    {
+        return Ok(Applied::NotWaiting);
     }
     let posting = LedgerPosting {
         intent_id: event.intent_id,
-        source,
+        source: release.source,
         event_id: &event.event_id,
-        account_id,
+        account_id: release.account_id,
         currency: &event.currency,
         amount_minor: event.amount_minor,
         object_id: event.object_id.as_deref(),
         operator_applied: false,
     };
-    match post_to_ledger(tx, &posting, now).await {
-        Ok(_) => Ok(true),
+    match post_to_ledger(tx, &posting, release.now).await {
+        Ok(_) => Ok(Applied::Yes),
         // The balance statement matched no row and changed nothing; the
         // transaction is intact, and the event is held instead of applied.
         Err(StoreError::BalanceLimit { .. }) => {
             let reason = "the balance would leave the supported range (±2^62 minor units)";
-            tx.set_intent_status(event.intent_id, Status::Rejected, reason, false)
+            tx.set_intent_status(event.intent_id, Status::Rejected, reason, late)
                 .await?;
-            Ok(false)
+            Ok(Applied::OutOfRange)
         }
         Err(e) => Err(e),
     }
 }
 
 /// One drain step for an account, in its own transaction: applies up to
-/// `budget` parked events that are contiguous with the guard.
+/// `budget` parked events that are contiguous with the guard (and settles
+/// any the guard has passed).
 pub async fn drain_account(
     store: &Store,
     source: &str,
     account_id: &str,
+    on_stale: OnStale,
     budget: u32,
     now: DateTime<Utc>,
 ) -> Result<Released, StoreError> {
@@ -131,11 +310,83 @@ pub async fn drain_account(
         tx.commit().await?;
         return Ok(Released::default());
     };
-    let released = release(&mut tx, source, account_id, guard, budget, Gaps::Wait, now).await?;
+    let release = Release {
+        source,
+        account_id,
+        on_stale,
+        budget,
+        gaps: Gaps::Wait,
+        now,
+    };
+    let released = self::release(&mut tx, &release, guard).await?;
     if released.guard != guard {
         tx.set_guard(source, account_id, released.guard, now)
             .await?;
     }
     tx.commit().await?;
     Ok(released)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parked(sequences: &[i64]) -> Vec<Parked> {
+        sequences
+            .iter()
+            .map(|&s| Parked {
+                intent_id: s,
+                event_id: format!("e{s}"),
+                event_sequence: s,
+                currency: "USD".into(),
+                amount_minor: 1,
+                object_id: None,
+            })
+            .collect()
+    }
+
+    fn describe(steps: &[Step<'_>]) -> Vec<String> {
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Late(e) => format!("late {}", e.event_sequence),
+                Step::Skip(r) => format!("skip {}-{}", r.start(), r.end()),
+                Step::Apply(e) => format!("apply {}", e.event_sequence),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_release_applies_what_is_contiguous_and_stops_at_a_gap() {
+        let events = parked(&[4, 5, 7]);
+        assert_eq!(
+            describe(&plan(3, &events, Gaps::Wait)),
+            ["apply 4", "apply 5"]
+        );
+        assert!(plan(2, &events, Gaps::Wait).is_empty());
+    }
+
+    #[test]
+    fn a_skip_passes_only_the_gaps_the_operator_confirmed() {
+        let events = parked(&[3, 4, 7, 12]);
+        assert_eq!(
+            describe(&plan(1, &events, Gaps::SkipThrough(6))),
+            ["skip 2-2", "apply 3", "apply 4", "skip 5-6", "apply 7"]
+        );
+        assert_eq!(
+            describe(&plan(1, &events, Gaps::SkipThrough(5))),
+            ["skip 2-2", "apply 3", "apply 4"],
+            "5-6 is only partly confirmed"
+        );
+        assert!(plan(1, &events, Gaps::SkipThrough(1)).is_empty());
+    }
+
+    #[test]
+    fn events_the_guard_passed_are_late_whatever_the_gaps() {
+        let events = parked(&[2, 5, 9]);
+        assert_eq!(
+            describe(&plan(5, &events, Gaps::Wait)),
+            ["late 2", "late 5"]
+        );
+    }
 }

@@ -59,6 +59,10 @@ pub enum OperatorError {
     WrongStatus(Status, &'static str),
     #[error("no event is waiting for this account of this source")]
     NothingWaiting,
+    #[error(
+        "nothing to skip through sequence {through}: the account waits for sequence {next_expected} now; reload the gap and confirm what is missing"
+    )]
+    NothingToSkip { through: i64, next_expected: i64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }

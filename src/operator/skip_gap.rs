@@ -1,7 +1,10 @@
 //! "Skip gap": an operator decides that the numbers a contiguous stream is
-//! waiting for will never come. In one transaction, under the account's
-//! guard lock: the missing numbers are passed over and recorded, every
-//! parked event is applied in sequence order (up to the release bound; the
+//! waiting for will never come. The request names the highest missing number
+//! the operator saw (`through`): numbers that went missing after the page
+//! was read are never skipped unseen, and a repeated click skips nothing
+//! new. In one transaction, under the account's guard lock: the missing
+//! numbers up to `through` are passed over and recorded, the parked events
+//! between them are applied in sequence order (up to the release bound; the
 //! rest drains as usual), and the action is audited with the operator's note
 //! and what it did. An event that arrives later for a skipped number is late
 //! and follows `on_stale`.
@@ -11,16 +14,19 @@ use std::ops::RangeInclusive;
 use chrono::{DateTime, Utc};
 
 use super::OperatorError;
-use crate::domain::{Ranges, Status};
-use crate::ingest::release::{self, Gaps};
+use crate::domain::{OnStale, Ranges, Status};
+use crate::ingest::release::{self, Gaps, Release};
 use crate::store::{NewAudit, Store};
 
 pub struct SkipRequest<'a> {
     pub source: &'a str,
     pub account_id: &'a str,
+    /// Skip missing numbers up to and including this one.
+    pub through: i64,
     pub actor: &'a str,
     pub note: &'a str,
-    /// Release bound for this transaction (the source's `release_batch`).
+    /// The source's policy: late events met on the way, and the bound.
+    pub on_stale: OnStale,
     pub budget: u32,
     pub now: DateTime<Utc>,
 }
@@ -32,6 +38,9 @@ pub struct SkipOutcome {
     pub released: u64,
     /// The account's guard afterwards.
     pub guard: i64,
+    /// A parked event that could not be applied (balance range): now
+    /// `rejected`, held for an operator, and the stream waits before it.
+    pub held: Option<String>,
     /// More parked events remain beyond the bound (the drain task goes on
     /// where they are contiguous; another gap needs another skip).
     pub more: bool,
@@ -47,31 +56,42 @@ pub async fn skip_gap(
     let Some(guard) = tx.lock_existing_guard(source, account_id).await? else {
         return Err(OperatorError::NothingWaiting);
     };
-    let released = release::release(
-        &mut tx,
+    let release = Release {
         source,
         account_id,
-        guard,
-        request.budget,
-        Gaps::Skip,
+        on_stale: request.on_stale,
+        budget: request.budget,
+        gaps: Gaps::SkipThrough(request.through),
         now,
-    )
-    .await?;
-    if released.applied == 0 {
+    };
+    let released = release::release(&mut tx, &release, guard).await?;
+    if !released.did_something() {
         // Dropping the transaction rolls it back: nothing was written.
-        return Err(OperatorError::NothingWaiting);
+        if tx.parked(source, account_id, 1).await?.is_empty() {
+            return Err(OperatorError::NothingWaiting);
+        }
+        return Err(OperatorError::NothingToSkip {
+            through: request.through,
+            next_expected: guard + 1,
+        });
     }
     tx.set_guard(source, account_id, released.guard, now)
         .await?;
-    let skipped = if released.skipped.is_empty() {
-        "nothing (no number was missing)".to_owned()
-    } else {
-        Ranges(&released.skipped).to_string()
-    };
-    let detail = format!(
-        "skipped {skipped}; applied {} parked event(s) in order through sequence {}",
-        released.applied, released.guard
+    let mut detail = format!(
+        "skipped {}; applied {} parked event(s) in order through sequence {}",
+        if released.skipped.is_empty() {
+            "nothing (no number was missing)".to_owned()
+        } else {
+            Ranges(&released.skipped).to_string()
+        },
+        released.applied,
+        released.guard
     );
+    if let Some(held) = &released.held {
+        detail.push_str(&format!(
+            "; event {held} could not be applied (its balance would leave the supported range) and is held"
+        ));
+    }
     let audit_id = tx
         .insert_audit(&NewAudit {
             action: "skip_gap",
@@ -100,6 +120,7 @@ pub async fn skip_gap(
         skipped: released.skipped,
         released: released.applied,
         guard: released.guard,
+        held: released.held,
         more: released.budget_used_up,
         audit_id,
     })

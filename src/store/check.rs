@@ -3,6 +3,7 @@
 //! through the one transaction; the check proves it, after every test
 //! scenario and on demand at `/admin/api/check`.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Store, StoreError, on_pool};
@@ -48,26 +49,33 @@ select source, event_id from intents group by source, event_id having count(*) >
 union all
 select source, event_id from ledger_entries group by source, event_id having count(*) > 1";
 
-/// A parked event whose predecessors are all applied: its release was lost.
-/// (While a backlog longer than `release_batch` drains, the next one is
-/// briefly in this state between two drain transactions.)
+/// A parked event whose predecessors are all applied (or that the guard has
+/// passed): its release was lost. While a backlog longer than
+/// `release_batch` drains, the next one is in this state between two drain
+/// transactions; `guard_updated_at` tells a fresh one from a stuck one.
 const STUCK_RELEASES: &str = "
-select i.source, i.account_id, i.event_id, i.event_sequence
+select i.source, i.account_id, i.event_id, i.event_sequence, g.updated_at
 from intents i
 join sequence_guards g on g.source = i.source and g.account_id = i.account_id
-where i.status = 'waiting' and i.event_sequence = g.last_sequence + 1
+where i.status = 'waiting' and i.event_sequence <= g.last_sequence + 1
 order by i.intent_id";
 
-/// Guards that differ from the highest sequence applied on their account.
-/// Both modes keep this: a guard only moves to the sequence of an event
-/// applied in the same transaction, and events applied late (or by an
-/// operator) are below it. Accounts whose only events are parked have a
-/// guard and nothing applied; they are not compared.
+/// Guards that differ from the highest sequence applied or skipped on their
+/// account. Both modes keep this: a guard only moves to the sequence of an
+/// event applied in the same transaction, or to the end of a range an
+/// operator skipped; events applied late (or by an operator) are below it.
+/// Accounts whose only events are parked have a guard and nothing applied;
+/// they are not compared.
 const GUARD_MISMATCHES: &str = "
 select a.source, a.account_id, g.last_sequence, a.highest
 from (
-    select source, account_id, max(event_sequence) as highest
-    from intents where status = 'applied'
+    select source, account_id, max(passed) as highest
+    from (
+        select source, account_id, event_sequence as passed
+        from intents where status = 'applied'
+        union all
+        select source, account_id, last_skipped as passed from sequence_skips
+    ) as p
     group by source, account_id
 ) as a
 left join sequence_guards g on g.source = a.source and g.account_id = a.account_id
@@ -103,13 +111,15 @@ pub enum Violation {
         account_id: String,
         event_id: String,
         sequence: i64,
+        /// When the guard last moved: recent while a backlog drains.
+        guard_updated_at: DateTime<Utc>,
     },
-    /// The sequence guard is not the highest applied sequence.
+    /// The sequence guard is not the highest sequence applied or skipped.
     GuardMismatch {
         source: String,
         account_id: String,
         guard: Option<i64>,
-        highest_applied: i64,
+        highest_applied_or_skipped: i64,
     },
 }
 
@@ -118,7 +128,7 @@ impl Store {
     /// ledger entries and applied intents correspond one to one, that no
     /// (source, event_id) is stored twice, that no parked event was left
     /// behind by a release, and that every guard is the highest sequence
-    /// applied on its account.
+    /// applied or skipped on its account.
     pub async fn check_invariants(&self) -> Result<Vec<Violation>, StoreError> {
         let mismatches: Vec<(String, String, i64, i64)> =
             on_pool!(self, pool => sqlx::query_as(BALANCE_MISMATCHES).fetch_all(pool).await)?;
@@ -128,7 +138,7 @@ impl Store {
             on_pool!(self, pool => sqlx::query_as(DUPLICATE_KEYS).fetch_all(pool).await)?;
         let unposted: Vec<(String, String)> =
             on_pool!(self, pool => sqlx::query_as(UNPOSTED_INTENTS).fetch_all(pool).await)?;
-        let stuck: Vec<(String, String, String, i64)> =
+        let stuck: Vec<(String, String, String, i64, DateTime<Utc>)> =
             on_pool!(self, pool => sqlx::query_as(STUCK_RELEASES).fetch_all(pool).await)?;
         let guards: Vec<(String, String, Option<i64>, i64)> =
             on_pool!(self, pool => sqlx::query_as(GUARD_MISMATCHES).fetch_all(pool).await)?;
@@ -152,26 +162,26 @@ impl Store {
         let duplicates = duplicates
             .into_iter()
             .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
-        let stuck = stuck
-            .into_iter()
-            .map(
-                |(source, account_id, event_id, sequence)| Violation::StuckRelease {
-                    source,
-                    account_id,
-                    event_id,
-                    sequence,
-                },
-            );
-        let guards = guards
-            .into_iter()
-            .map(
-                |(source, account_id, guard, highest_applied)| Violation::GuardMismatch {
-                    source,
-                    account_id,
-                    guard,
-                    highest_applied,
-                },
-            );
+        let stuck = stuck.into_iter().map(
+            |(source, account_id, event_id, sequence, guard_updated_at)| Violation::StuckRelease {
+                source,
+                account_id,
+                event_id,
+                sequence,
+                guard_updated_at,
+            },
+        );
+        let guards =
+            guards
+                .into_iter()
+                .map(|(source, account_id, guard, highest_applied_or_skipped)| {
+                    Violation::GuardMismatch {
+                        source,
+                        account_id,
+                        guard,
+                        highest_applied_or_skipped,
+                    }
+                });
         Ok(mismatches
             .chain(orphans)
             .chain(unposted)

@@ -4,14 +4,15 @@
 use super::rows::GapRow;
 use super::{Store, StoreError, on_pool};
 
-/// Accounts with a parked event right after the guard: a release is due
-/// (a backlog beyond `release_batch`, or one a crash interrupted). Driven by
-/// the small `intents_waiting` partial index, not by the guards table.
+/// Accounts with a parked event right after the guard, or one the guard
+/// has passed: a release is due (a backlog beyond `release_batch`, one a
+/// crash interrupted, or a source no longer contiguous). Driven by the small
+/// `intents_waiting` partial index, not by the guards table.
 const RELEASABLE_ACCOUNTS: &str = "
 select distinct i.source, i.account_id
 from intents i
 join sequence_guards g on g.source = i.source and g.account_id = i.account_id
-where i.status = 'waiting' and i.event_sequence = g.last_sequence + 1
+where i.status = 'waiting' and i.event_sequence <= g.last_sequence + 1
 limit $1";
 
 /// Per account with parked events (all, or one (source, account)): the guard, how many wait, the lowest and

@@ -393,15 +393,23 @@ async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
         "{gap}"
     );
     let csrf = csrf_in(&gap);
+    assert!(gap.contains(r#"name="through" value="2""#), "{gap}");
     let skip = "/admin/gaps/ledger/acct_9/skip";
-    let no_note = post_form(&app, skip, &cookie, Some(&app.address), &[("csrf", &csrf)]).await;
+    let no_note = post_form(
+        &app,
+        skip,
+        &cookie,
+        Some(&app.address),
+        &[("csrf", &csrf), ("through", "2")],
+    )
+    .await;
     assert_eq!(no_note.status(), StatusCode::BAD_REQUEST);
     let cross_site = post_form(
         &app,
         skip,
         &cookie,
         Some("https://evil.example"),
-        &[("csrf", &csrf), ("note", "x")],
+        &[("csrf", &csrf), ("note", "x"), ("through", "2")],
     )
     .await;
     assert_eq!(cross_site.status(), StatusCode::FORBIDDEN);
@@ -410,20 +418,25 @@ async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
         100,
         "refused: nothing moved"
     );
-    let done = post_form(
-        &app,
-        skip,
-        &cookie,
-        Some(&app.address),
-        &[("csrf", &csrf), ("note", "number 2 was voided upstream")],
-    )
-    .await;
+    let confirmed = [
+        ("csrf", csrf.as_str()),
+        ("note", "number 2 was voided upstream"),
+        ("through", "2"),
+    ];
+    let done = post_form(&app, skip, &cookie, Some(&app.address), &confirmed).await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         done.headers()["location"],
         "/admin/gaps/ledger/acct_9?done=skip"
     );
     assert_eq!(app.balance("acct_9", "USD").await, 300);
+    // The same form sent twice skips nothing more.
+    let twice = post_form(&app, skip, &cookie, Some(&app.address), &confirmed).await;
+    assert_eq!(
+        twice.status(),
+        StatusCode::NOT_FOUND,
+        "nothing waits any more"
+    );
     let after = page(&app, "/admin/gaps/ledger/acct_9?done=skip", &cookie).await;
     assert!(
         after.contains("Nothing is waiting")

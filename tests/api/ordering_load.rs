@@ -157,8 +157,10 @@ async fn events_behind_missing_numbers_wait_until_skipped(backend: Backend) {
         let gap = json_with_status(app.admin_get(&path).await, StatusCode::OK).await;
         assert_eq!(gap["gap"]["missing_text"], text);
         let skip = format!("{path}/skip");
+        let body =
+            serde_json::json!({"note": "never issued", "through": gap["gap"]["skip_through"]});
         let done = json_with_status(
-            app.admin_post(&skip, r#"{"note": "never issued"}"#).await,
+            app.admin_post(&skip, &body.to_string()).await,
             StatusCode::OK,
         )
         .await;

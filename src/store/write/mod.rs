@@ -11,8 +11,12 @@
 //!   the condition against the latest committed row version after waiting
 //!   for that lock. No statement reads a value that a later one writes back.
 //!
-//! Lock order is always intent -> sequence guard -> balance -> ledger, so two
-//! transactions cannot wait on each other in a cycle.
+//! Lock order is intent -> sequence guard -> balances -> the parked intents
+//! a release settles -> ledger. A transaction that posts several balances (a
+//! contiguous release) locks them up front in currency order; every other
+//! one posts to one. Nothing that holds a parked intent's lock (a dismiss, a
+//! redelivery) waits for anything else. So no two transactions can wait on
+//! each other in a cycle.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Sqlite, Transaction};
@@ -160,6 +164,15 @@ where balances.balance_minor + excluded.balance_minor
     between -4611686018427387904 and 4611686018427387904
 returning balance_minor";
 
+/// Locks an account's balance row for a currency (creating it at zero), for
+/// a transaction that will post several currencies: see `lock_balances`.
+const LOCK_BALANCE: &str = "
+insert into balances (account_id, currency, balance_minor, updated_at)
+values ($1, $2, 0, $3)
+on conflict (account_id, currency) do update
+set balance_minor = balances.balance_minor
+returning balance_minor";
+
 /// A plain insert: a second entry for one (source, event_id) violates the
 /// unique key and fails the whole transaction rather than post twice.
 const INSERT_LEDGER_ENTRY: &str = "
@@ -242,6 +255,36 @@ impl WriteTx {
                 account_id: account_id.to_owned(),
                 currency: currency.to_owned(),
             })
+    }
+
+    /// Locks the account's balance rows for `currencies` in sorted order,
+    /// before a transaction posts to more than one of them. Every other
+    /// transaction posts to one balance row only, so with this order no two
+    /// transactions can wait on each other's balance rows in a cycle. SQLite
+    /// runs one writer at a time and needs none of it, but the statement is
+    /// the same for both.
+    pub async fn lock_balances(
+        &mut self,
+        account_id: &str,
+        currencies: &[&str],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut sorted = currencies.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() < 2 {
+            return Ok(());
+        }
+        for currency in sorted {
+            on_tx!(self, conn => sqlx::query(LOCK_BALANCE)
+                .bind(account_id)
+                .bind(currency)
+                .bind(now)
+                .execute(conn)
+                .await
+                .map(drop))?;
+        }
+        Ok(())
     }
 
     pub async fn insert_ledger_entry(

@@ -15,10 +15,16 @@
 //! A parked event's status changes only from `waiting`, in one conditional
 //! statement, so a release and an operator's dismiss of the same event
 //! cannot both succeed.
+//!
+//! A release may post several currencies of one account. Its balance rows
+//! are locked first, in currency order ([`WriteTx::lock_balances`]), so two
+//! releases on one account (two contiguous sources) cannot wait on each
+//! other's balance rows in a cycle.
 
 use chrono::{DateTime, Utc};
 
 use super::{StoreError, WriteTx};
+use crate::domain::Status;
 
 /// Moves the guard up to `sequence` unless it is already higher; returns a
 /// row only if the event is in order (sequence >= guard). Check and write are
@@ -70,18 +76,21 @@ where source = $1 and account_id = $2 and event_sequence = $3
 order by intent_id
 limit 1";
 
-/// Parked events above `$3`, lowest first (the `intents_waiting` index).
-const PARKED_AFTER: &str = "
+/// An account's parked events, lowest sequence first (the `intents_waiting`
+/// index), including any the guard has already passed (a source switched
+/// from contiguous, or instances that disagree on its mode).
+const PARKED: &str = "
 select intent_id, event_id, event_sequence, currency, amount_minor, object_id
 from intents
-where source = $1 and account_id = $2 and status = 'waiting' and event_sequence > $3
+where source = $1 and account_id = $2 and status = 'waiting'
 order by event_sequence
-limit $4";
+limit $3";
 
-/// `waiting` -> `applied` only if still waiting: an operator's dismiss that
-/// won the row first makes this change nothing, and the release stops there.
-const RELEASE_PARKED: &str = "
-update intents set status = 'applied', reason = $2
+/// Settles a parked event (applied, stale or rejected) only if it is still
+/// waiting: an operator's dismiss that won the row first makes this change
+/// nothing, and the release stops there.
+const SETTLE_PARKED: &str = "
+update intents set status = $2, reason = $3, late = $4
 where intent_id = $1 and status = 'waiting'";
 
 /// The operator action that skipped `sequence`, if one did.
@@ -210,32 +219,34 @@ impl WriteTx {
         Ok(row.map(|(event_id,)| event_id))
     }
 
-    /// Up to `limit` parked events above `after`, lowest sequence first.
-    pub async fn parked_after(
+    /// Up to `limit` parked events of the account, lowest sequence first.
+    pub async fn parked(
         &mut self,
         source: &str,
         account_id: &str,
-        after: i64,
         limit: i64,
     ) -> Result<Vec<Parked>, StoreError> {
-        Ok(on_tx!(self, conn => sqlx::query_as(PARKED_AFTER)
+        Ok(on_tx!(self, conn => sqlx::query_as(PARKED)
             .bind(source)
             .bind(account_id)
-            .bind(after)
             .bind(limit)
             .fetch_all(conn)
             .await)?)
     }
 
-    /// Marks a parked event applied; false if it is no longer waiting.
-    pub async fn release_parked(
+    /// Moves a parked event to `status`; false if it is no longer waiting.
+    pub async fn settle_parked(
         &mut self,
         intent_id: i64,
+        status: Status,
         reason: &str,
+        late: bool,
     ) -> Result<bool, StoreError> {
-        let result = on_tx!(self, conn => sqlx::query(RELEASE_PARKED)
+        let result = on_tx!(self, conn => sqlx::query(SETTLE_PARKED)
             .bind(intent_id)
+            .bind(status.as_str())
             .bind(reason)
+            .bind(late)
             .execute(conn)
             .await
             .map(|r| r.rows_affected()))?;

@@ -1,13 +1,22 @@
-//! No lost wakeup on PostgreSQL: event 2 parks while event 1 (the number
-//! before it) is being applied. If parking did not take the account's guard
+//! Interleavings on PostgreSQL that ordinary concurrency tests hit only by
+//! chance, forced here with a trigger that stops a transaction at one
+//! statement on an advisory lock the test holds.
+//!
+//! No lost wakeup: event 2 parks while event 1 (the number before it) is
+//! being applied. If parking did not take the account's guard
 //! row lock, 1's release step could run while 2's park is uncommitted, miss
 //! it, and 2 would wait forever. The test forces exactly that interleaving:
 //! a trigger stops 2's transaction at its park statement on an advisory lock
 //! the test holds; then 1 is delivered; the lock is released only once 1's
 //! transaction is blocked (correct) or has answered (the bug).
 //!
+//! No deadlock: two contiguous sources close a gap on one account at once,
+//! each posting its own event in one currency and releasing one in the
+//! other. Without balance rows locked up front in currency order, each
+//! would hold one balance row and wait for the other's.
+//!
 //! PostgreSQL only: SQLite runs one write transaction at a time
-//! (`BEGIN IMMEDIATE`), so the interleaving cannot happen there.
+//! (`BEGIN IMMEDIATE`), so these interleavings cannot happen there.
 
 use std::time::Duration;
 
@@ -112,7 +121,7 @@ async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_park_racing_the_release_is_never_stranded() {
     let Some(backend) =
-        Backend::postgres_or_skip("lost_wakeup::a_park_racing_the_release_is_never_stranded")
+        Backend::postgres_or_skip("interleavings::a_park_racing_the_release_is_never_stranded")
     else {
         return;
     };
@@ -127,5 +136,79 @@ async fn a_park_racing_the_release_is_never_stranded() {
     park_while_the_predecessor_commits(&app, "known", 2).await;
     assert_eq!(app.balance("fresh", "USD").await, 30);
     assert_eq!(app.balance("known", "USD").await, 35);
+    app.assert_invariants().await;
+}
+
+/// Makes the posting of the two gap-closing events wait for `PAUSE_KEY`.
+const PAUSE_CLOSING_POSTINGS: &str = "
+create function pause_posting() returns trigger language plpgsql as $$
+begin
+    perform pg_advisory_xact_lock(4242);
+    return new;
+end $$;
+create trigger pause_posting before insert on ledger_entries
+for each row when (new.event_id like 'close_%') execute function pause_posting();";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_sources_releasing_on_one_account_do_not_deadlock() {
+    let Some(backend) = Backend::postgres_or_skip(
+        "interleavings::two_sources_releasing_on_one_account_do_not_deadlock",
+    ) else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE_CLOSING_POSTINGS).await.unwrap();
+    let eur = |sample: hookledger::providers::Sample| hookledger::providers::Sample {
+        currency: "EUR".into(),
+        ..sample
+    };
+    // ledger numbers from 1, ledger-small from 0: each has its second event
+    // parked, in the other currency than the one that will close its gap.
+    app.send_to("ledger", &eur(credit_seq("parked_a", "shared", 7, 2)))
+        .await;
+    app.send_to("ledger-small", &credit_seq("parked_b", "shared", 11, 1))
+        .await;
+    let mut pauser = PgConnection::connect(&app.database_url).await.unwrap();
+    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("select pg_advisory_lock($1)")
+        .bind(PAUSE_KEY)
+        .execute(&mut pauser)
+        .await
+        .unwrap();
+    let (first_a, first_b) = (
+        credit_seq("close_a", "shared", 100, 1),
+        eur(credit_seq("close_b", "shared", 200, 0)),
+    );
+    let close_a = app.send_to("ledger", &first_a);
+    let close_b = app.send_to("ledger-small", &first_b);
+    let unpause = async {
+        // Both stopped at their own posting (what happens without the
+        // up-front locks), or one stopped there and the other waiting for
+        // its balance rows (with them).
+        for _ in 0..200 {
+            let paused = waiting_on(&mut observer, "advisory").await;
+            let blocked = waiting_on(&mut observer, "transactionid").await;
+            if paused == 2 || (paused == 1 && blocked == 1) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        sqlx::query("select pg_advisory_unlock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut pauser)
+            .await
+            .unwrap();
+    };
+    let (a, b, ()) = tokio::join!(close_a, close_b, unpause);
+    assert_eq!(
+        (a["status"].as_str(), a["released"].as_u64()),
+        (Some("applied"), Some(1))
+    );
+    assert_eq!(
+        (b["status"].as_str(), b["released"].as_u64()),
+        (Some("applied"), Some(1))
+    );
+    assert_eq!(app.balance("shared", "USD").await, 111);
+    assert_eq!(app.balance("shared", "EUR").await, 207);
     app.assert_invariants().await;
 }

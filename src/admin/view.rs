@@ -2,7 +2,7 @@
 //! units, times, and links with escaped path segments. Templates escape every
 //! value again when they render it.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 
 use super::gaps::Gap;
 use crate::domain::{Currency, format_minor};
@@ -52,8 +52,10 @@ pub fn money(amount_minor: Option<i64>, currency: Option<&str>) -> String {
     }
 }
 
+/// `2026-06-01 12:00:00 UTC`: the space lets a narrow column wrap between
+/// date and time instead of inside either.
 pub fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+    at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 pub struct EventView {

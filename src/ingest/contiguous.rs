@@ -63,10 +63,8 @@ pub(super) async fn decide(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Deci
             })
         }
         Slot::Ahead => {
-            let reason = format!(
-                "waiting for sequence {}: applied in order once the numbers before it are",
-                guard + 1
-            );
+            let reason =
+                format!("parked until every number below {sequence} is applied or skipped");
             posted
                 .set_status(tx, Status::Waiting, &reason, false)
                 .await?;

@@ -61,7 +61,7 @@ async fn the_next_number_applies_and_releases_what_waited(backend: Backend) {
     assert_eq!(waiting["status"], "waiting");
     assert_eq!(
         waiting["reason"],
-        "waiting for sequence 2: applied in order once the numbers before it are"
+        "parked until every number below 3 is applied or skipped"
     );
 
     // A debit at 2 closes the gap: it applies before 3 and 4, in one go.

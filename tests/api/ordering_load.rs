@@ -235,7 +235,45 @@ async fn shuffled_credits_and_debits_hold_only_late_debits(backend: Backend) {
     app.assert_invariants().await;
 }
 
+/// The default bound releases a 500-event backlog in the one transaction of
+/// the delivery that closes the gap. The time that delivery takes is
+/// printed (run with `--release -- --nocapture` for the figure); it is a
+/// measurement, not asserted.
+async fn a_500_event_backlog_is_released_by_the_closing_delivery(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let samples: Vec<Sample> = (2..=501).map(|s| event(0, s)).collect();
+    let parked: Vec<Value> = stream::iter(samples.iter())
+        .map(|sample| app.send_to("ledger", sample))
+        .buffer_unordered(SENDERS)
+        .collect()
+        .await;
+    assert!(parked.iter().all(|a| a["status"] == "waiting"));
+    let started = std::time::Instant::now();
+    let closing = app.send_to("ledger", &event(0, 1)).await;
+    let elapsed = started.elapsed();
+    assert_eq!(closing["released"], 500);
+    eprintln!(
+        "release of a 500-event backlog on {}: {} ms for the closing delivery",
+        app.database_url.split(':').next().unwrap_or_default(),
+        elapsed.as_millis()
+    );
+    assert!(ids_with_status(&app, "ledger", "waiting").await.is_empty());
+    // The newest 500 entries (one API page) are the released ones, in order.
+    let mut entries = app.entries(&account(0)).await;
+    entries.reverse();
+    let applied: Vec<&str> = entries
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    let released: Vec<&str> = samples.iter().map(|s| s.event_id.as_str()).collect();
+    assert_eq!(applied, released);
+    let sum: i64 = samples.iter().map(signed).sum::<i64>() + signed(&event(0, 1));
+    assert_eq!(app.balance(&account(0), "USD").await, sum);
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    a_500_event_backlog_is_released_by_the_closing_delivery,
     shuffled_contiguous_streams_apply_in_exact_order,
     events_behind_missing_numbers_wait_until_skipped,
     shuffled_credits_leave_nothing_held_by_default,

@@ -12,9 +12,6 @@ use super::gaps::{self, MissingRange};
 use crate::context::Context;
 use crate::http::ApiError;
 
-/// Parked events and audit rows shown with one gap.
-const DETAIL_ROWS: i64 = 500;
-
 /// `GET /admin/api/gaps`: every account with parked events, oldest first.
 pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
     let gaps = gaps::all(&context).await?;
@@ -30,24 +27,15 @@ pub async fn show_gap(
     path: Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     let (source, account_id) = path.into_inner();
-    let gap = gaps::one(&context, &source, &account_id).await?;
-    let audit = context
-        .store
-        .account_audit(&source, &account_id, DETAIL_ROWS)
-        .await?;
-    if gap.is_none() && audit.is_empty() {
-        return Err(ApiError::NotFound("waiting event"));
-    }
-    let waiting = context
-        .store
-        .waiting_events(&source, &account_id, DETAIL_ROWS)
-        .await?;
+    let detail = gaps::detail(&context, &source, &account_id)
+        .await?
+        .ok_or(ApiError::NotFound("waiting event"))?;
     Ok(Json(json!({
         "source": source,
         "account_id": account_id,
-        "gap": gap,
-        "waiting_events": waiting,
-        "audit": audit,
+        "gap": detail.gap,
+        "waiting_events": detail.waiting,
+        "audit": detail.audit,
     })))
 }
 

@@ -12,13 +12,10 @@ use serde::Deserialize;
 use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
 use super::gaps;
-use super::pages::{csrf_for, html, see_other};
+use super::pages::{Flash, csrf_for, html, see_other};
 use super::view::{AuditView, EventView, GapView, gap_href};
 use crate::context::Context;
 use crate::http::ApiError;
-
-/// Parked events and audit rows listed on the page.
-const ROWS: i64 = 500;
 
 #[derive(Template)]
 #[template(path = "gap.html")]
@@ -33,11 +30,6 @@ struct GapPage {
     message: Option<&'static str>,
 }
 
-#[derive(Debug, Deserialize)]
-pub struct Flash {
-    done: Option<String>,
-}
-
 pub async fn gap_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
@@ -48,26 +40,17 @@ pub async fn gap_page(
         return Ok(see_other("/admin"));
     };
     let (source, account_id) = path.into_inner();
-    let gap = gaps::one(&context, &source, &account_id).await?;
-    let audit = context
-        .store
-        .account_audit(&source, &account_id, ROWS)
-        .await?;
-    if gap.is_none() && audit.is_empty() {
-        return Err(ApiError::NotFound("waiting event"));
-    }
-    let waiting = context
-        .store
-        .waiting_events(&source, &account_id, ROWS)
-        .await?;
+    let detail = gaps::detail(&context, &source, &account_id)
+        .await?
+        .ok_or(ApiError::NotFound("waiting event"))?;
     let page = GapPage {
         csrf: csrf_for(&admin, &context),
         href: gap_href(&source, &account_id),
         source,
         account_id,
-        gap: gap.map(GapView::from),
-        waiting: waiting.into_iter().map(EventView::from).collect(),
-        audit: audit.into_iter().map(AuditView::from).collect(),
+        gap: detail.gap.map(GapView::from),
+        waiting: detail.waiting.into_iter().map(EventView::from).collect(),
+        audit: detail.audit.into_iter().map(AuditView::from).collect(),
         message: (flash.done.as_deref() == Some("skip")).then_some(
             "Skipped: the missing numbers were recorded and the parked events applied in order.",
         ),

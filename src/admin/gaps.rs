@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, OrderingPolicy, Ranges, missing_ranges};
 use crate::operator::{self, OperatorError, SkipOutcome, SkipRequest};
-use crate::store::{GapRow, StoreError};
+use crate::store::{AuditRow, EventRow, GapRow, StoreError};
 
 /// Parked numbers read per account to find the missing ones.
 const SEQUENCES_READ: i64 = 10_000;
@@ -19,6 +19,8 @@ const SEQUENCES_READ: i64 = 10_000;
 const RANGES_LISTED: usize = 50;
 /// Accounts listed.
 const GAPS_LISTED: i64 = 200;
+/// Parked events and audit rows shown with one gap.
+const DETAIL_ROWS: i64 = 500;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Gap {
@@ -58,6 +60,40 @@ impl From<&RangeInclusive<i64>> for MissingRange {
             last: *range.end(),
         }
     }
+}
+
+/// One account's gap with what an operator needs to decide: its parked
+/// events in the order they will apply, and its past skips.
+pub struct GapDetail {
+    /// None once nothing waits (the skips stay visible).
+    pub gap: Option<Gap>,
+    pub waiting: Vec<EventRow>,
+    pub audit: Vec<AuditRow>,
+}
+
+/// The account's gap detail; none if it never had a gap or a skip.
+pub async fn detail(
+    context: &Context,
+    source: &str,
+    account_id: &str,
+) -> Result<Option<GapDetail>, StoreError> {
+    let gap = one(context, source, account_id).await?;
+    let audit = context
+        .store
+        .account_audit(source, account_id, DETAIL_ROWS)
+        .await?;
+    if gap.is_none() && audit.is_empty() {
+        return Ok(None);
+    }
+    let waiting = context
+        .store
+        .waiting_events(source, account_id, DETAIL_ROWS)
+        .await?;
+    Ok(Some(GapDetail {
+        gap,
+        waiting,
+        audit,
+    }))
 }
 
 /// Every account with parked events, oldest gap first.

@@ -128,9 +128,10 @@ pub async fn dashboard(
     html(actix_web::http::StatusCode::OK, &page)
 }
 
+/// `?done=<action>` after a redirect: which notice to show.
 #[derive(Debug, Deserialize)]
 pub struct Flash {
-    done: Option<String>,
+    pub done: Option<String>,
 }
 
 pub async fn event_page(

@@ -26,54 +26,78 @@ use crate::helpers::{Backend, TestApp, credit_seq};
 
 const PAUSE_KEY: i64 = 4242;
 
-/// Makes every park (`status` becoming `waiting`) wait for `PAUSE_KEY`.
-const PAUSE_PARKS: &str = "
-create function pause_park() returns trigger language plpgsql as $$
+/// A trigger function that waits for `PAUSE_KEY` (held by the test).
+const PAUSE: &str = "
+create function pause() returns trigger language plpgsql as $$
 begin
     perform pg_advisory_xact_lock(4242);
     return new;
-end $$;
-create trigger pause_park before insert or update on intents
-for each row when (new.status = 'waiting') execute function pause_park();";
+end $$;";
 
-/// Backends of this test's database waiting for a lock of `kind`.
-async fn waiting_on(observer: &mut PgConnection, kind: &str) -> i64 {
-    sqlx::query_scalar(
-        "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
-         where a.datname = current_database() and l.locktype = $1 and not l.granted",
-    )
-    .bind(kind)
-    .fetch_one(observer)
-    .await
-    .unwrap()
+/// Makes every park (`status` becoming `waiting`) pause.
+const PAUSE_PARKS: &str = "
+create trigger pause_park before insert or update on intents
+for each row when (new.status = 'waiting') execute function pause();";
+
+/// The test's hold on `PAUSE_KEY`, and a connection to watch the waits.
+struct Pause {
+    holder: PgConnection,
+    observer: PgConnection,
 }
 
-async fn until_waiting_on(observer: &mut PgConnection, kind: &str) {
-    for _ in 0..200 {
-        if waiting_on(observer, kind).await > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+impl Pause {
+    async fn hold(app: &TestApp) -> Pause {
+        let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
+        let observer = PgConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query("select pg_advisory_lock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        Pause { holder, observer }
     }
-    panic!("no transaction ever waited on a {kind} lock");
+
+    async fn release(&mut self) {
+        sqlx::query("select pg_advisory_unlock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut self.holder)
+            .await
+            .unwrap();
+    }
+
+    /// Backends of this test's database waiting for a lock of `kind`.
+    async fn waiting_on(&mut self, kind: &str) -> i64 {
+        sqlx::query_scalar(
+            "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
+             where a.datname = current_database() and l.locktype = $1 and not l.granted",
+        )
+        .bind(kind)
+        .fetch_one(&mut self.observer)
+        .await
+        .unwrap()
+    }
+
+    async fn until_waiting_on(&mut self, kind: &str) {
+        for _ in 0..200 {
+            if self.waiting_on(kind).await > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no transaction ever waited on a {kind} lock");
+    }
 }
 
 /// Parks `parked` while `next` (the number before it) is applied, with the
 /// park paused at the critical point; both must end applied.
 async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: i64) {
-    let mut pauser = PgConnection::connect(&app.database_url).await.unwrap();
-    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
-    sqlx::query("select pg_advisory_lock($1)")
-        .bind(PAUSE_KEY)
-        .execute(&mut pauser)
-        .await
-        .unwrap();
+    let mut pause = Pause::hold(app).await;
 
     let parked = credit_seq(&format!("{account}_{}", next + 1), account, 20, next + 1);
     let predecessor = credit_seq(&format!("{account}_{next}"), account, 10, next);
     let park = app.send_to("ledger", &parked);
     let apply_meanwhile = async {
-        until_waiting_on(&mut observer, "advisory").await;
+        pause.until_waiting_on("advisory").await;
         let apply = app.send_to("ledger", &predecessor);
         tokio::pin!(apply);
         // Correct: the predecessor waits for the parked transaction (its
@@ -86,17 +110,13 @@ async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: 
                     break;
                 }
                 () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if waiting_on(&mut observer, "transactionid").await > 0 {
+                    if pause.waiting_on("transactionid").await > 0 {
                         break;
                     }
                 }
             }
         }
-        sqlx::query("select pg_advisory_unlock($1)")
-            .bind(PAUSE_KEY)
-            .execute(&mut pauser)
-            .await
-            .unwrap();
+        pause.release().await;
         match answered {
             Some(answer) => answer,
             None => apply.await,
@@ -126,6 +146,7 @@ async fn a_park_racing_the_release_is_never_stranded() {
         return;
     };
     let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE).await.unwrap();
     app.execute_sql(PAUSE_PARKS).await.unwrap();
     // A new account: the park creates the guard row, the release waits for
     // that insert.
@@ -139,15 +160,10 @@ async fn a_park_racing_the_release_is_never_stranded() {
     app.assert_invariants().await;
 }
 
-/// Makes the posting of the two gap-closing events wait for `PAUSE_KEY`.
+/// Makes the postings of the two gap-closing events pause.
 const PAUSE_CLOSING_POSTINGS: &str = "
-create function pause_posting() returns trigger language plpgsql as $$
-begin
-    perform pg_advisory_xact_lock(4242);
-    return new;
-end $$;
 create trigger pause_posting before insert on ledger_entries
-for each row when (new.event_id like 'close_%') execute function pause_posting();";
+for each row when (new.event_id like 'close_%') execute function pause();";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_sources_releasing_on_one_account_do_not_deadlock() {
@@ -157,6 +173,7 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         return;
     };
     let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE).await.unwrap();
     app.execute_sql(PAUSE_CLOSING_POSTINGS).await.unwrap();
     let eur = |sample: hookledger::providers::Sample| hookledger::providers::Sample {
         currency: "EUR".into(),
@@ -168,13 +185,7 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         .await;
     app.send_to("ledger-small", &credit_seq("parked_b", "shared", 11, 1))
         .await;
-    let mut pauser = PgConnection::connect(&app.database_url).await.unwrap();
-    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
-    sqlx::query("select pg_advisory_lock($1)")
-        .bind(PAUSE_KEY)
-        .execute(&mut pauser)
-        .await
-        .unwrap();
+    let mut pause = Pause::hold(&app).await;
     let (first_a, first_b) = (
         credit_seq("close_a", "shared", 100, 1),
         eur(credit_seq("close_b", "shared", 200, 0)),
@@ -186,18 +197,14 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         // up-front locks), or one stopped there and the other waiting for
         // its balance rows (with them).
         for _ in 0..200 {
-            let paused = waiting_on(&mut observer, "advisory").await;
-            let blocked = waiting_on(&mut observer, "transactionid").await;
+            let paused = pause.waiting_on("advisory").await;
+            let blocked = pause.waiting_on("transactionid").await;
             if paused == 2 || (paused == 1 && blocked == 1) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        sqlx::query("select pg_advisory_unlock($1)")
-            .bind(PAUSE_KEY)
-            .execute(&mut pauser)
-            .await
-            .unwrap();
+        pause.release().await;
     };
     let (a, b, ()) = tokio::join!(close_a, close_b, unpause);
     assert_eq!(

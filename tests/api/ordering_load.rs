@@ -88,6 +88,20 @@ async fn ids_with_status(app: &TestApp, source: &str, status: &str) -> Vec<Strin
     ids
 }
 
+/// Nothing waits, every account's ledger is exactly its samples in
+/// sequence order, and the invariants hold.
+async fn assert_every_account_applied_in_order(app: &TestApp, samples: &[Sample]) {
+    assert!(ids_with_status(app, "ledger", "waiting").await.is_empty());
+    for a in 0..ACCOUNTS {
+        let expected: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.account_id == account(a))
+            .collect();
+        assert_applied_in_order(app, a, &expected).await;
+    }
+    app.assert_invariants().await;
+}
+
 /// Asserts the account's ledger entries are exactly `expected`, in order.
 async fn assert_applied_in_order(app: &TestApp, a: i64, expected: &[&Sample]) {
     let mut entries = app.entries(&account(a)).await;
@@ -115,15 +129,7 @@ async fn shuffled_contiguous_streams_apply_in_exact_order(backend: Backend) {
             .all(|a| a["status"] == "applied" || a["status"] == "waiting"),
         "nothing rejected or held"
     );
-    assert!(ids_with_status(&app, "ledger", "waiting").await.is_empty());
-    for a in 0..ACCOUNTS {
-        let expected: Vec<&Sample> = samples
-            .iter()
-            .filter(|s| s.account_id == account(a))
-            .collect();
-        assert_applied_in_order(&app, a, &expected).await;
-    }
-    app.assert_invariants().await;
+    assert_every_account_applied_in_order(&app, &samples).await;
 }
 
 async fn events_behind_missing_numbers_wait_until_skipped(backend: Backend) {
@@ -166,15 +172,7 @@ async fn events_behind_missing_numbers_wait_until_skipped(backend: Backend) {
         .await;
         assert_eq!(done["guard"], 200);
     }
-    assert!(ids_with_status(&app, "ledger", "waiting").await.is_empty());
-    for a in 0..ACCOUNTS {
-        let expected: Vec<&Sample> = samples
-            .iter()
-            .filter(|s| s.account_id == account(a))
-            .collect();
-        assert_applied_in_order(&app, a, &expected).await;
-    }
-    app.assert_invariants().await;
+    assert_every_account_applied_in_order(&app, &samples).await;
 }
 
 /// The measurement: 5 accounts x 40 credits with distinct sequences,

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::drain::DrainSignal;
@@ -19,6 +20,8 @@ pub struct Context {
     /// Wakes the task that releases parked events beyond one transaction's
     /// bound.
     pub drain: DrainSignal,
+    /// The drain task's periodic sweep.
+    pub release_sweep: Duration,
     pub admin_token: Secret,
     pub sessions: SessionKeys,
     pub max_body_bytes: usize,

@@ -4,14 +4,13 @@
 //! after a crash or restart interrupted a drain. The work is derived from the
 //! rows, never from memory, so nothing is lost with the process: the task
 //! sweeps at start-up, whenever a delivery wakes it, and every
-//! [`SWEEP_INTERVAL`] (which also covers a backlog another instance left).
+//! `release_sweep_secs` (which also covers a backlog another instance left).
 //! Every step is its own transaction under the account's guard lock, so
 //! several instances draining at once serialise per account and apply each
 //! event once.
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -21,7 +20,6 @@ use crate::domain::OrderingPolicy;
 use crate::ingest::drain_account;
 use crate::store::StoreError;
 
-pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
 /// Accounts looked up per query; the sweep repeats until none is ready.
 const ACCOUNTS_PER_QUERY: i64 = 100;
 
@@ -44,7 +42,7 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
             }
             tokio::select! {
                 () = context.drain.0.notified() => {}
-                () = tokio::time::sleep(SWEEP_INTERVAL) => {}
+                () = tokio::time::sleep(context.release_sweep) => {}
             }
         }
     })

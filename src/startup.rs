@@ -65,6 +65,7 @@ impl Application {
             clock,
             metrics: Metrics::default(),
             drain: DrainSignal::default(),
+            release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
             admin_token: config.admin.token,
             max_body_bytes: config.max_body_bytes,

@@ -46,6 +46,10 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
     );
     set(&mut raw.workers, parsed(env, "HOOKLEDGER_WORKERS")?);
     set(
+        &mut raw.release_sweep_secs,
+        parsed(env, "HOOKLEDGER_RELEASE_SWEEP_SECS")?,
+    );
+    set(
         &mut raw.database.max_connections,
         parsed(env, "HOOKLEDGER_DATABASE_MAX_CONNECTIONS")?,
     );

@@ -34,6 +34,9 @@ pub struct Config {
     pub database_url: String,
     pub data_dir: PathBuf,
     pub max_body_bytes: usize,
+    /// How often the drain task looks for parked events to release when no
+    /// delivery woke it (a backlog another instance left, a mode switch).
+    pub release_sweep: Duration,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,
     pub database: PoolSettings,
@@ -154,6 +157,13 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             "must be between 1 and 67108864",
         ));
     }
+    let release_sweep_secs = raw.release_sweep_secs.unwrap_or(10);
+    if !(1..=86_400).contains(&release_sweep_secs) {
+        return Err(ConfigError::new(
+            "release_sweep_secs",
+            "must be between 1 and 86400",
+        ));
+    }
     let max_connections = raw.database.max_connections.unwrap_or(10);
     if !(1..=1000).contains(&max_connections) {
         return Err(ConfigError::new(
@@ -202,6 +212,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         database_url,
         data_dir,
         max_body_bytes: max_body_bytes as usize,
+        release_sweep: Duration::from_secs(release_sweep_secs),
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
         database: PoolSettings {
             max_connections: max_connections as u32,

@@ -30,8 +30,10 @@ async fn gap(app: &TestApp, source: &str, account: &str) -> Value {
     json_with_status(app.admin_get(&path).await, StatusCode::OK).await
 }
 
-/// Polls until no event of `source` is waiting (the drain task runs in the
-/// background), failing after 30 s.
+/// Polls until no event is waiting (the drain task runs in the background),
+/// failing after 30 s. Test apps never sweep periodically
+/// (`release_sweep_secs` is a day), so only a woken or start-up drain
+/// passes.
 async fn until_nothing_waits(app: &TestApp) {
     for _ in 0..300 {
         let path = "/admin/api/events?status=waiting&limit=1";
@@ -372,6 +374,15 @@ async fn parked_events_the_guard_passed_are_settled_as_late(backend: Backend) {
     )
     .await
     .unwrap();
+    let stuck = app.store().check_invariants().await.unwrap();
+    assert!(
+        stuck
+            .iter()
+            .filter(|v| matches!(v, hookledger::store::Violation::StuckRelease { .. }))
+            .count()
+            == 2,
+        "{stuck:#?}"
+    );
     // A restart's first sweep finds them (so would the periodic one).
     let restarted = app.another_instance().await;
     until_nothing_waits(&restarted).await;
@@ -434,9 +445,106 @@ async fn a_parked_event_out_of_balance_range_is_held_not_stranded(backend: Backe
     assert_eq!(m3["status"], "rejected");
     assert_eq!(app.event(LEDGER, "m4").await["status"], "waiting");
     app.assert_invariants().await;
+    // Not stranded: the gap shows 3 (held by the rejected event), and a
+    // skip through 3 releases m4.
+    let open = gap(&app, LEDGER, "acct_1").await;
+    assert_eq!(open["gap"]["missing_text"], "3");
+    let done = json_with_status(
+        app.admin_post(
+            "/admin/api/gaps/ledger/acct_1/skip",
+            r#"{"note": "3 held for review", "through": 3}"#,
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(
+        (done["released"].as_u64(), done["guard"].as_i64()),
+        (Some(1), Some(4))
+    );
+    assert_eq!(app.event(LEDGER, "m4").await["status"], "applied");
+    app.assert_invariants().await;
+}
+
+/// While a long backlog drains, the parked event at guard + 1 holds that
+/// number: another event with it is rejected, not applied as "next".
+async fn the_next_number_is_refused_while_its_holder_still_waits(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_to(LEDGER, &credit_seq("m1", "acct_1", 1, 1)).await;
+    for sequence in [3, 4] {
+        app.send_to(
+            LEDGER,
+            &credit_seq(&format!("m{sequence}"), "acct_1", sequence, sequence),
+        )
+        .await;
+    }
+    // The state between two drain transactions: m3 is next and still waits
+    // (as if 2 had been applied and the drain had not reached 3 yet).
+    app.execute_sql("update intents set event_sequence = 2 where event_id = 'm3'")
+        .await
+        .unwrap();
+    let other = app
+        .send_to(LEDGER, &credit_seq("x2", "acct_1", 999, 2))
+        .await;
+    assert_eq!(other["status"], "rejected", "{other}");
+    assert_eq!(
+        app.event(LEDGER, "x2").await["reason"],
+        "sequence 2 is already used by event m3"
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 1, "999 never applied");
+}
+
+/// A number held by a late event waiting for a person (stale) is used too.
+async fn a_number_held_as_stale_is_not_used_twice(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_to(LEDGER, &credit_seq("m1", "acct_1", 10, 1))
+        .await;
+    app.send_to(LEDGER, &credit_seq("m3", "acct_1", 30, 3))
+        .await;
+    let skip = r#"{"note": "2 voided", "through": 2}"#;
+    json_with_status(
+        app.admin_post("/admin/api/gaps/ledger/acct_1/skip", skip)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let late = app.send_to(LEDGER, &debit_seq("m2", "acct_1", 5, 2)).await;
+    assert_eq!(late["status"], "stale");
+    let again = app.send_to(LEDGER, &debit_seq("x2", "acct_1", 7, 2)).await;
+    assert_eq!(again["status"], "rejected");
+    assert_eq!(
+        app.event(LEDGER, "x2").await["reason"],
+        "sequence 2 is already used by event m2"
+    );
+    app.assert_invariants().await;
+}
+
+/// The first number, skipped and then arriving after all, is late like any
+/// skipped number (not "below first_sequence").
+async fn a_skipped_first_number_that_arrives_is_late(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_to(LEDGER, &credit_seq("m2", "acct_1", 20, 2))
+        .await;
+    let skip = r#"{"note": "1 was lost upstream", "through": 1}"#;
+    json_with_status(
+        app.admin_post("/admin/api/gaps/ledger/acct_1/skip", skip)
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let late = app
+        .send_to(LEDGER, &credit_seq("m1", "acct_1", 10, 1))
+        .await;
+    assert_eq!(late["status"], "applied", "{late}");
+    assert_eq!(app.event(LEDGER, "m1").await["late"], true);
+    assert_eq!(app.balance("acct_1", "USD").await, 30);
+    app.assert_invariants().await;
 }
 
 both_backends!(
+    the_next_number_is_refused_while_its_holder_still_waits,
+    a_number_held_as_stale_is_not_used_twice,
+    a_skipped_first_number_that_arrives_is_late,
     the_next_number_applies_and_releases_what_waited,
     a_redelivered_parked_event_is_a_duplicate,
     a_used_number_is_rejected_naming_its_holder,

@@ -43,6 +43,8 @@ pub fn base_config(database_url: &str, options: &Options<'_>) -> String {
 listen = "127.0.0.1:0"
 database_url = "{database_url}"
 workers = 2
+# A delivery wakes the drain task; no test may rely on its periodic sweep.
+release_sweep_secs = 86400
 {top_level}
 
 [database]

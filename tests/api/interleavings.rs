@@ -22,15 +22,19 @@ use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 
-use crate::helpers::{Backend, TestApp, credit_seq};
+use hookledger::providers::Sample;
+
+use crate::helpers::{Backend, TestApp, credit, credit_seq, json_with_status};
 
 const PAUSE_KEY: i64 = 4242;
 
-/// A trigger function that waits for `PAUSE_KEY` (held by the test).
+/// A trigger function that waits for `PAUSE_KEY` while the test holds it.
+/// Shared: once released, every paused transaction goes on at once, and a
+/// transaction passes later pauses of its own freely.
 const PAUSE: &str = "
 create function pause() returns trigger language plpgsql as $$
 begin
-    perform pg_advisory_xact_lock(4242);
+    perform pg_advisory_xact_lock_shared(4242);
     return new;
 end $$;";
 
@@ -160,11 +164,19 @@ async fn a_park_racing_the_release_is_never_stranded() {
     app.assert_invariants().await;
 }
 
-/// Makes the postings of the two gap-closing events pause.
-const PAUSE_CLOSING_POSTINGS: &str = "
-create trigger pause_posting before insert on ledger_entries
-for each row when (new.event_id like 'close_%') execute function pause();";
+/// Pauses every write to one account's balance rows, after the row is
+/// locked (PostgreSQL fires the update trigger of `on conflict do update`
+/// once it holds the conflicting row).
+const PAUSE_BALANCE_WRITES: &str = "
+create trigger pause_balance before update on balances
+for each row when (new.account_id = 'shared') execute function pause();";
 
+/// Two releases on one account, each paused at its first balance row lock.
+/// With the rows locked up front in currency order, both go for EUR first
+/// and one waits for the other. Without the up-front locks (each posts its
+/// own currency first) or unsorted (each locks its parked currency first),
+/// they hold one row each and wait for the other's: a deadlock, answered
+/// 503.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_sources_releasing_on_one_account_do_not_deadlock() {
     let Some(backend) = Backend::postgres_or_skip(
@@ -173,18 +185,21 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         return;
     };
     let app = TestApp::spawn(backend).await;
-    app.execute_sql(PAUSE).await.unwrap();
-    app.execute_sql(PAUSE_CLOSING_POSTINGS).await.unwrap();
-    let eur = |sample: hookledger::providers::Sample| hookledger::providers::Sample {
+    let eur = |sample: Sample| Sample {
         currency: "EUR".into(),
         ..sample
     };
+    // Both balance rows exist, so every write to them is an update.
+    app.send_ok(&credit("pre_usd", "shared", 1)).await;
+    app.send_ok(&eur(credit("pre_eur", "shared", 1))).await;
     // ledger numbers from 1, ledger-small from 0: each has its second event
     // parked, in the other currency than the one that will close its gap.
     app.send_to("ledger", &eur(credit_seq("parked_a", "shared", 7, 2)))
         .await;
     app.send_to("ledger-small", &credit_seq("parked_b", "shared", 11, 1))
         .await;
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_BALANCE_WRITES).await.unwrap();
     let mut pause = Pause::hold(&app).await;
     let (first_a, first_b) = (
         credit_seq("close_a", "shared", 100, 1),
@@ -193,9 +208,6 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
     let close_a = app.send_to("ledger", &first_a);
     let close_b = app.send_to("ledger-small", &first_b);
     let unpause = async {
-        // Both stopped at their own posting (what happens without the
-        // up-front locks), or one stopped there and the other waiting for
-        // its balance rows (with them).
         for _ in 0..200 {
             let paused = pause.waiting_on("advisory").await;
             let blocked = pause.waiting_on("transactionid").await;
@@ -215,7 +227,116 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         (b["status"].as_str(), b["released"].as_u64()),
         (Some("applied"), Some(1))
     );
-    assert_eq!(app.balance("shared", "USD").await, 111);
-    assert_eq!(app.balance("shared", "EUR").await, 207);
+    assert_eq!(app.balance("shared", "USD").await, 112);
+    assert_eq!(app.balance("shared", "EUR").await, 208);
+    app.assert_invariants().await;
+}
+
+/// Pauses the posting of the event that closes the gap: after the release
+/// read the parked events, before it settles them.
+const PAUSE_CLOSING_POSTING: &str = "
+create trigger pause_closing before insert on ledger_entries
+for each row when (new.event_id = 'close') execute function pause();";
+
+/// An operator dismisses a parked event while the release that would apply
+/// it is under way: the release stops there, and never applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dismiss_during_a_release_stops_it_there() {
+    let Some(backend) =
+        Backend::postgres_or_skip("interleavings::a_dismiss_during_a_release_stops_it_there")
+    else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_CLOSING_POSTING).await.unwrap();
+    app.send_to("ledger", &credit_seq("d1", "acct", 1, 1)).await;
+    app.send_to("ledger", &credit_seq("d3", "acct", 3, 3)).await;
+    app.send_to("ledger", &credit_seq("d4", "acct", 4, 4)).await;
+    let mut pause = Pause::hold(&app).await;
+    let closing = credit_seq("close", "acct", 2, 2);
+    let close = app.send_to("ledger", &closing);
+    let dismiss = async {
+        pause.until_waiting_on("advisory").await;
+        let response = app
+            .admin_post(
+                "/admin/api/events/ledger/d3/dismiss",
+                r#"{"note": "voided"}"#,
+            )
+            .await;
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        pause.release().await;
+    };
+    let (closed, ()) = tokio::join!(close, dismiss);
+    assert_eq!(closed["status"], "applied");
+    assert!(closed["released"].is_null(), "nothing released: {closed}");
+    assert_eq!(app.event("ledger", "d3").await["status"], "dismissed");
+    assert_eq!(app.event("ledger", "d4").await["status"], "waiting");
+    assert_eq!(app.balance("acct", "USD").await, 3);
+    app.assert_invariants().await;
+}
+
+/// Pauses the skip when it applies the first parked event.
+const PAUSE_SKIP_SETTLE: &str = "
+create trigger pause_settle before update on intents
+for each row when (new.status = 'applied' and new.event_id = 'k3')
+execute function pause();";
+
+/// The skipped number arrives while the skip runs: it waits for the skip
+/// (which holds the guard lock), then finds its number skipped and is late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delivery_racing_a_skip_waits_for_it() {
+    let Some(backend) =
+        Backend::postgres_or_skip("interleavings::a_delivery_racing_a_skip_waits_for_it")
+    else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_SKIP_SETTLE).await.unwrap();
+    app.send_to("ledger", &credit_seq("k1", "acct", 1, 1)).await;
+    app.send_to("ledger", &credit_seq("k3", "acct", 3, 3)).await;
+    app.send_to("ledger", &credit_seq("k4", "acct", 4, 4)).await;
+    let mut pause = Pause::hold(&app).await;
+    let skip = app.admin_post(
+        "/admin/api/gaps/ledger/acct/skip",
+        r#"{"note": "2 never came", "through": 2}"#,
+    );
+    let missing = credit_seq("k2", "acct", 2, 2);
+    let deliver = async {
+        pause.until_waiting_on("advisory").await;
+        let late = app.send_to("ledger", &missing);
+        tokio::pin!(late);
+        let mut answered = None;
+        for _ in 0..200 {
+            tokio::select! {
+                answer = &mut late => {
+                    answered = Some(answer);
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if pause.waiting_on("transactionid").await > 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        pause.release().await;
+        match answered {
+            Some(answer) => answer,
+            None => late.await,
+        }
+    };
+    let (skipped, late) = tokio::join!(skip, deliver);
+    let skipped = json_with_status(skipped, reqwest::StatusCode::OK).await;
+    assert_eq!(
+        (skipped["released"].as_u64(), skipped["guard"].as_i64()),
+        (Some(2), Some(4)),
+        "{skipped}"
+    );
+    assert_eq!(late["status"], "applied", "{late}");
+    assert_eq!(app.event("ledger", "k2").await["late"], true);
+    let next = app.send_to("ledger", &credit_seq("k5", "acct", 5, 5)).await;
+    assert_eq!(next["status"], "applied");
     app.assert_invariants().await;
 }

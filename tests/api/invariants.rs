@@ -5,7 +5,7 @@
 use hookledger::store::Violation;
 use reqwest::StatusCode;
 
-use crate::helpers::{Backend, TestApp, credit, json_with_status};
+use crate::helpers::{Backend, TestApp, credit, credit_seq, json_with_status};
 
 fn violation(source: &str, event_id: &str) -> (String, String) {
     (source.to_owned(), event_id.to_owned())
@@ -90,7 +90,49 @@ async fn the_ledger_refuses_a_second_entry_for_one_event(backend: Backend) {
     app.assert_invariants().await;
 }
 
+/// The ordering checks: a parked event the guard has reached (a lost
+/// release) and a guard above anything applied or skipped.
+async fn the_check_reports_a_stuck_release_and_a_wrong_guard(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_to("ledger", &credit_seq("m1", "acct_1", 10, 1))
+        .await;
+    app.send_to("ledger", &credit_seq("m3", "acct_1", 30, 3))
+        .await;
+    app.assert_invariants().await;
+    app.execute_sql(
+        "update sequence_guards set last_sequence = 9 where source = 'ledger' and account_id = 'acct_1'",
+    )
+    .await
+    .unwrap();
+    let violations = app.store().check_invariants().await.unwrap();
+    assert_eq!(violations.len(), 2, "{violations:#?}");
+    assert!(violations.iter().any(|v| matches!(
+        v,
+        Violation::StuckRelease { event_id, sequence: 3, .. } if event_id == "m3"
+    )));
+    assert!(violations.contains(&Violation::GuardMismatch {
+        source: "ledger".into(),
+        account_id: "acct_1".into(),
+        guard: Some(9),
+        highest_applied_or_skipped: 1,
+    }));
+    // A guard below what was applied is as wrong as one above it.
+    app.execute_sql(
+        "update sequence_guards set last_sequence = 0 where source = 'ledger' and account_id = 'acct_1'",
+    )
+    .await
+    .unwrap();
+    let violations = app.store().check_invariants().await.unwrap();
+    assert!(violations.contains(&Violation::GuardMismatch {
+        source: "ledger".into(),
+        account_id: "acct_1".into(),
+        guard: Some(0),
+        highest_applied_or_skipped: 1,
+    }));
+}
+
 both_backends!(
+    the_check_reports_a_stuck_release_and_a_wrong_guard,
     the_check_reports_each_kind_of_corruption,
     an_entry_that_disagrees_with_its_intent_is_reported,
     the_ledger_refuses_a_second_entry_for_one_event,

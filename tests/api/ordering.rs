@@ -114,16 +114,20 @@ async fn equal_sequences_both_apply(backend: Backend) {
         app.send_ok(&credit_seq("msg_1", "acct_1", 100, 5)).await["status"],
         "applied"
     );
+    // A debit: were an equal sequence late, it would be held.
     assert_eq!(
-        app.send_ok(&credit_seq("msg_2", "acct_1", 100, 5)).await["status"],
+        app.send_ok(&debit_seq("msg_2", "acct_1", 30, 5)).await["status"],
         "applied"
     );
+    let second = app.event("demo", "msg_2").await;
+    assert_eq!(second["late"], false, "{second}");
+    assert!(second["reason"].is_null(), "{second}");
     assert_eq!(
         app.send_ok(&credit_seq("msg_3", "acct_2", 100, 1)).await["status"],
         "applied",
         "guards are per account"
     );
-    assert_eq!(app.balance("acct_1", "USD").await, 200);
+    assert_eq!(app.balance("acct_1", "USD").await, 70);
     app.assert_invariants().await;
 }
 

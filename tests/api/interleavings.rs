@@ -90,6 +90,33 @@ impl Pause {
         }
         panic!("no transaction ever waited on a {kind} lock");
     }
+
+    /// Runs `request` while the pause is held, and releases the pause once
+    /// the request either answers or waits on another transaction's row
+    /// lock: a request that should wait for the paused transaction shows
+    /// up as answered first only when it did not wait.
+    async fn release_once_blocked<T>(&mut self, request: impl Future<Output = T>) -> T {
+        tokio::pin!(request);
+        let mut answered = None;
+        for _ in 0..200 {
+            tokio::select! {
+                answer = &mut request => {
+                    answered = Some(answer);
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if self.waiting_on("transactionid").await > 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.release().await;
+        match answered {
+            Some(answer) => answer,
+            None => request.await,
+        }
+    }
 }
 
 /// Parks `parked` while `next` (the number before it) is applied, with the
@@ -102,29 +129,11 @@ async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: 
     let park = app.send_to("ledger", &parked);
     let apply_meanwhile = async {
         pause.until_waiting_on("advisory").await;
-        let apply = app.send_to("ledger", &predecessor);
-        tokio::pin!(apply);
         // Correct: the predecessor waits for the parked transaction (its
         // guard row lock). With the bug it does not wait, and answers first.
-        let mut answered = None;
-        for _ in 0..200 {
-            tokio::select! {
-                answer = &mut apply => {
-                    answered = Some(answer);
-                    break;
-                }
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if pause.waiting_on("transactionid").await > 0 {
-                        break;
-                    }
-                }
-            }
-        }
-        pause.release().await;
-        match answered {
-            Some(answer) => answer,
-            None => apply.await,
-        }
+        pause
+            .release_once_blocked(app.send_to("ledger", &predecessor))
+            .await
     };
     let (parked, applied) = tokio::join!(park, apply_meanwhile);
     assert_eq!(parked["status"], "waiting");
@@ -305,27 +314,9 @@ async fn a_delivery_racing_a_skip_waits_for_it() {
     let missing = credit_seq("k2", "acct", 2, 2);
     let deliver = async {
         pause.until_waiting_on("advisory").await;
-        let late = app.send_to("ledger", &missing);
-        tokio::pin!(late);
-        let mut answered = None;
-        for _ in 0..200 {
-            tokio::select! {
-                answer = &mut late => {
-                    answered = Some(answer);
-                    break;
-                }
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if pause.waiting_on("transactionid").await > 0 {
-                        break;
-                    }
-                }
-            }
-        }
-        pause.release().await;
-        match answered {
-            Some(answer) => answer,
-            None => late.await,
-        }
+        pause
+            .release_once_blocked(app.send_to("ledger", &missing))
+            .await
     };
     let (skipped, late) = tokio::join!(skip, deliver);
     let skipped = json_with_status(skipped, reqwest::StatusCode::OK).await;

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::drain::DrainSignal;
 use crate::metrics::Metrics;
@@ -24,6 +25,8 @@ pub struct Context {
     pub release_sweep: Duration,
     pub admin_token: Secret,
     pub sessions: SessionKeys,
+    /// Failed admin sign-ins (bearer or form) per client address.
+    pub sign_in: SignInThrottle,
     pub max_body_bytes: usize,
 }
 

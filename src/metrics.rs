@@ -24,6 +24,12 @@ pub struct Counters {
     /// `released` (parked events applied), `skipped` (numbers an operator
     /// skipped).
     pub ordering: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Connections closed unserved at the gate: `refused_full` (the
+    /// `max_connections` bound), `refused_per_address`.
+    pub connections: BTreeMap<String, u64>,
+    /// Admin sign-ins (bearer or form): `failed` (a wrong token),
+    /// `throttled` (refused 429 while the address waits).
+    pub sign_in: BTreeMap<String, u64>,
 }
 
 fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str, by: u64) {
@@ -46,6 +52,18 @@ impl Metrics {
         if by > 0 {
             bump(&mut self.lock().ordering, source, counter, by);
         }
+    }
+
+    pub fn connection(&self, outcome: &str) {
+        *self
+            .lock()
+            .connections
+            .entry(outcome.to_owned())
+            .or_default() += 1;
+    }
+
+    pub fn sign_in(&self, outcome: &str) {
+        *self.lock().sign_in.entry(outcome.to_owned()).or_default() += 1;
     }
 
     pub fn snapshot(&self) -> Counters {

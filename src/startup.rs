@@ -5,16 +5,26 @@ use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use actix_web::dev::Server;
+use std::time::Duration;
+
+use actix_http::{HttpService, KeepAlive};
+use actix_server::Server;
+use actix_service::{Service, ServiceFactory, apply_fn_factory, map_config};
+use actix_web::body::MessageBody;
+use actix_web::dev::{AppConfig, ServiceRequest, ServiceResponse};
+use actix_web::error::UrlencodedError;
 use actix_web::web::{self, Data};
-use actix_web::{App, HttpResponse, HttpServer};
+use actix_web::{App, HttpResponse};
+use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
+use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
 use crate::drain::{self, DrainSignal};
-use crate::http::ApiError;
+use crate::http::gate::ConnectionGate;
+use crate::http::{ApiError, deadline};
 use crate::metrics::Metrics;
 use crate::session::SessionKeys;
 use crate::store::{Store, StoreError};
@@ -68,25 +78,55 @@ impl Application {
             release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
             admin_token: config.admin.token,
+            sign_in: SignInThrottle::default(),
             max_body_bytes: config.max_body_bytes,
         });
         // Sweeps at once: releases a crash interrupted are finished first.
         let drain = drain::spawn(context.clone().into_inner());
-        let mut server = HttpServer::new(move || {
-            App::new()
-                .app_data(context.clone())
-                .app_data(web::PathConfig::default().error_handler(|e, _| bad_request(e)))
-                .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request(e)))
-                .app_data(web::FormConfig::default().error_handler(|e, _| bad_request(e)))
-                .configure(http::configure)
-                .configure(admin::configure)
-                .default_service(web::to(not_found))
-        })
-        .shutdown_timeout(10);
+        let limits = config.limits;
+        let gate = ConnectionGate::new(&limits);
+        let factory = move || {
+            let http = HttpService::build()
+                .client_request_timeout(limits.read_timeout)
+                .keep_alive(KeepAlive::Timeout(Duration::from_secs(5)))
+                .client_disconnect_timeout(Duration::from_secs(1))
+                .finish(map_config(
+                    app(context.clone(), limits.read_timeout),
+                    |()| AppConfig::default(),
+                ))
+                .tcp();
+            let (gate, context) = (gate.clone(), context.clone());
+            apply_fn_factory(http, move |io: TcpStream, service| {
+                // Admitted or closed before a byte is read: a flood from one
+                // address costs an accept and a close, nothing more.
+                let call = match gate.admit(io.peer_addr().ok().map(|a| a.ip())) {
+                    Ok(ticket) => Some((ticket, service.call(io))),
+                    Err(refusal) => {
+                        context.metrics.connection(refusal.as_str());
+                        None
+                    }
+                };
+                async move {
+                    let Some((ticket, call)) = call else {
+                        return Ok(());
+                    };
+                    let served = call.await;
+                    drop(ticket);
+                    served
+                }
+            })
+        };
+        let mut server = Server::build()
+            // actix's own bound, per worker, behind the gate's global one.
+            .max_concurrent_connections(limits.max_connections)
+            .shutdown_timeout(10);
         if let Some(workers) = config.workers {
             server = server.workers(workers);
         }
-        let server = server.listen(listener).map_err(bind_error)?.run();
+        let server = server
+            .listen("hookledger", listener, factory)
+            .map_err(bind_error)?
+            .run();
         Ok(Self {
             port,
             server,
@@ -111,6 +151,42 @@ impl Application {
         self.drain.abort();
         self.store.close().await;
         result
+    }
+}
+
+/// The routes, with every request body bounded by the read deadline.
+fn app(
+    context: Data<Context>,
+    read_timeout: Duration,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(context)
+        .app_data(web::PathConfig::default().error_handler(|e, _| bad_request(e)))
+        .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request(e)))
+        .app_data(web::FormConfig::default().error_handler(|e, _| form_error(e)))
+        .configure(http::configure)
+        .configure(admin::configure)
+        .default_service(web::to(not_found))
+        .wrap_fn(move |mut request, service| {
+            deadline::bound_body(&mut request, read_timeout);
+            service.call(request)
+        })
+}
+
+fn form_error(error: UrlencodedError) -> actix_web::Error {
+    match &error {
+        UrlencodedError::Payload(e) if deadline::timed_out(e) => {
+            ApiError::RequestTimeout(e.to_string()).into()
+        }
+        _ => bad_request(error),
     }
 }
 

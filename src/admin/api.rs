@@ -1,13 +1,14 @@
 //! The admin JSON API (bearer token only).
 
-use actix_web::web::{Bytes, Data, Json, Path, Query};
+use actix_web::HttpRequest;
+use actix_web::web::{Data, Json, Path, Payload, Query};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::BearerAdmin;
 use crate::context::Context;
 use crate::domain::Status;
-use crate::http::ApiError;
+use crate::http::{ApiError, read_limited};
 use crate::operator::{self, Action};
 use crate::store::EventFilter;
 
@@ -122,6 +123,9 @@ struct NoteBody {
     note: Option<String>,
 }
 
+/// Admin API bodies are a note and a number or two.
+pub(super) const ADMIN_BODY_LIMIT: usize = 64 * 1024;
+
 /// The optional `{"note": "..."}` body; an empty body means no note.
 pub(super) fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -182,10 +186,12 @@ pub async fn act_on_event(
     _: BearerAdmin,
     context: Data<Context>,
     path: Path<(String, String, String)>,
-    body: Bytes,
+    request: HttpRequest,
+    payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
     let (source, event_id, action) = path.into_inner();
     let action = Action::parse(&action).ok_or(ApiError::NotFound("action"))?;
+    let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let note = parse_note(&body)?;
     act(&context, action, &source, &event_id, note.as_deref()).await
 }

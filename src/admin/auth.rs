@@ -5,6 +5,7 @@
 //! come from our own origin.
 
 use std::future::{Ready, ready};
+use std::net::{IpAddr, Ipv4Addr};
 
 use actix_web::dev::Payload;
 use actix_web::http::header::{AUTHORIZATION, HOST, ORIGIN};
@@ -43,13 +44,40 @@ fn context(request: &HttpRequest) -> Result<&Data<Context>, ApiError> {
         .ok_or(ApiError::Internal)
 }
 
-fn bearer_ok(request: &HttpRequest, context: &Context) -> bool {
+fn bearer_token(request: &HttpRequest) -> Option<&str> {
     request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|token| context.admin_token.matches(token.trim()))
+        .map(str::trim)
+}
+
+/// The address sign-in failures are counted under.
+fn client_address(request: &HttpRequest) -> IpAddr {
+    request
+        .peer_addr()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip())
+}
+
+/// Compares a presented admin token (bearer or sign-in form) in constant
+/// time, unless its address must wait after too many failures: then 429
+/// without comparing. Failures are counted and logged, never the token.
+pub fn check_token(request: &HttpRequest, context: &Context, token: &str) -> Result<(), ApiError> {
+    let address = client_address(request);
+    let now = context.clock.now();
+    if let Some(wait) = context.sign_in.wait(address, now) {
+        context.metrics.sign_in("throttled");
+        return Err(ApiError::TooManyAttempts(wait));
+    }
+    if context.admin_token.matches(token) {
+        context.sign_in.succeeded(address);
+        return Ok(());
+    }
+    let failures = context.sign_in.failed(address, now);
+    context.metrics.sign_in("failed");
+    tracing::warn!(%address, failures, "admin sign-in failed");
+    Err(ApiError::Unauthorized)
 }
 
 pub fn session_of(request: &HttpRequest, context: &Context) -> Option<Session> {
@@ -62,12 +90,9 @@ impl FromRequest for BearerAdmin {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(context(request).and_then(|c| {
-            if bearer_ok(request, c) {
-                Ok(BearerAdmin)
-            } else {
-                Err(ApiError::Unauthorized)
-            }
+        ready(context(request).and_then(|c| match bearer_token(request) {
+            Some(token) => check_token(request, c, token).map(|()| BearerAdmin),
+            None => Err(ApiError::Unauthorized),
         }))
     }
 }
@@ -78,12 +103,11 @@ impl FromRequest for PageAdmin {
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(context(request).and_then(|c| {
-            if bearer_ok(request, c) {
-                Ok(PageAdmin { session: None })
-            } else {
-                session_of(request, c)
+            match bearer_token(request) {
+                Some(token) => check_token(request, c, token).map(|()| PageAdmin { session: None }),
+                None => session_of(request, c)
                     .map(|s| PageAdmin { session: Some(s) })
-                    .ok_or(ApiError::Unauthorized)
+                    .ok_or(ApiError::Unauthorized),
             }
         }))
     }

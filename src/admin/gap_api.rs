@@ -1,16 +1,17 @@
 //! The admin JSON API for contiguous streams waiting behind a gap (bearer
 //! token only): list them, inspect one, and skip it.
 
-use actix_web::web::{Bytes, Data, Json, Path};
+use actix_web::HttpRequest;
+use actix_web::web::{Data, Json, Path, Payload};
 use serde_json::{Value, json};
 
 use serde::Deserialize;
 
-use super::api::clean_note;
+use super::api::{ADMIN_BODY_LIMIT, clean_note};
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
 use crate::context::Context;
-use crate::http::ApiError;
+use crate::http::{ApiError, read_limited};
 
 /// `GET /admin/api/gaps`: every account with parked events, oldest first.
 pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
@@ -53,9 +54,11 @@ pub async fn skip_gap(
     _: BearerAdmin,
     context: Data<Context>,
     path: Path<(String, String)>,
-    body: Bytes,
+    request: HttpRequest,
+    payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
     let (source, account_id) = path.into_inner();
+    let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let body: SkipBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
             "body must be {{\"note\": \"...\", \"through\": <sequence>}}: {e}"

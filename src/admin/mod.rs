@@ -8,12 +8,14 @@ mod gap_api;
 mod gap_pages;
 mod gaps;
 mod pages;
+mod throttle;
 mod view;
 
 use actix_web::middleware::DefaultHeaders;
 use actix_web::web;
 
 pub use auth::SESSION_COOKIE;
+pub use throttle::SignInThrottle;
 
 /// No inline script or style anywhere, no framing, forms only to ourselves.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

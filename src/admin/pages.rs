@@ -10,7 +10,9 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::api::clean_note;
-use super::auth::{PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, session_of};
+use super::auth::{
+    PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
+};
 use super::gaps;
 use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, event_href};
 use crate::context::Context;
@@ -25,6 +27,8 @@ const CSS: &str = include_str!("../../templates/admin.css");
 #[template(path = "login.html")]
 struct LoginPage {
     failed: bool,
+    /// Seconds this address must wait after too many failed sign-ins.
+    wait_secs: Option<u64>,
 }
 
 #[derive(Template)]
@@ -89,7 +93,10 @@ pub async fn dashboard(
     let Some(admin) = admin else {
         return html(
             actix_web::http::StatusCode::OK,
-            &LoginPage { failed: false },
+            &LoginPage {
+                failed: false,
+                wait_secs: None,
+            },
         );
     };
     let recent = context
@@ -216,12 +223,27 @@ pub async fn login(
     form: Form<LoginForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_same_origin(&request)?;
-    if !context.admin_token.matches(form.token.trim()) {
-        tracing::warn!("admin login failed");
-        return html(
-            actix_web::http::StatusCode::UNAUTHORIZED,
-            &LoginPage { failed: true },
-        );
+    match check_token(&request, &context, form.token.trim()) {
+        Ok(()) => {}
+        Err(ApiError::TooManyAttempts(wait)) => {
+            let page = LoginPage {
+                failed: true,
+                wait_secs: Some(wait),
+            };
+            let mut response = html(actix_web::http::StatusCode::TOO_MANY_REQUESTS, &page)?;
+            response.headers_mut().insert(
+                actix_web::http::header::RETRY_AFTER,
+                actix_web::http::header::HeaderValue::from(wait),
+            );
+            return Ok(response);
+        }
+        Err(_) => {
+            let page = LoginPage {
+                failed: true,
+                wait_secs: None,
+            };
+            return html(actix_web::http::StatusCode::UNAUTHORIZED, &page);
+        }
     }
     let value = context
         .sessions

@@ -65,6 +65,18 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
         &mut raw.database.statement_timeout_ms,
         parsed(env, "HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS")?,
     );
+    set(
+        &mut raw.limits.read_timeout_secs,
+        parsed(env, "HOOKLEDGER_LIMITS_READ_TIMEOUT_SECS")?,
+    );
+    set(
+        &mut raw.limits.max_connections,
+        parsed(env, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS")?,
+    );
+    set(
+        &mut raw.limits.max_connections_per_address,
+        parsed(env, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS_PER_ADDRESS")?,
+    );
     set(&mut raw.admin.token, env("HOOKLEDGER_ADMIN_TOKEN"));
     set(
         &mut raw.admin.session_ttl_secs,

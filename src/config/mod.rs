@@ -3,6 +3,7 @@
 
 mod env;
 mod generated;
+mod limits;
 mod ordering;
 mod raw;
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 pub use env::{Env, process_env};
 pub use generated::random_bytes;
+pub use limits::Limits;
 
 use crate::domain::SourceName;
 use crate::providers::{JsonPath, Mapping, provider_for};
@@ -34,6 +36,7 @@ pub struct Config {
     pub database_url: String,
     pub data_dir: PathBuf,
     pub max_body_bytes: usize,
+    pub limits: Limits,
     /// How often the drain task looks for parked events to release when no
     /// delivery woke it (a backlog another instance left, a mode switch).
     pub release_sweep: Duration,
@@ -164,6 +167,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             "must be between 1 and 86400",
         ));
     }
+    let limits = limits::build(&raw.limits)?;
     let max_connections = raw.database.max_connections.unwrap_or(10);
     if !(1..=1000).contains(&max_connections) {
         return Err(ConfigError::new(
@@ -212,6 +216,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         database_url,
         data_dir,
         max_body_bytes: max_body_bytes as usize,
+        limits,
         release_sweep: Duration::from_secs(release_sweep_secs),
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
         database: PoolSettings {

@@ -19,6 +19,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub admin: RawAdmin,
     #[serde(default)]
+    pub limits: RawLimits,
+    #[serde(default)]
     pub sources: Vec<RawSource>,
 }
 
@@ -29,6 +31,14 @@ pub struct RawDatabase {
     pub acquire_timeout_secs: Option<u64>,
     pub busy_timeout_ms: Option<u64>,
     pub statement_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    pub read_timeout_secs: Option<u64>,
+    pub max_connections: Option<u64>,
+    pub max_connections_per_address: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -300,3 +300,35 @@ fn the_example_config_is_valid() {
     assert_eq!(config.sources[0].keys.len(), 2);
     assert!(config.database_url.starts_with("sqlite://"));
 }
+
+#[test]
+fn limits_default_and_can_be_set_in_the_file_or_the_environment() {
+    let defaults = parse("", &[]).unwrap().limits;
+    assert_eq!(defaults, Limits::default());
+    assert_eq!(
+        (defaults.read_timeout.as_secs(), defaults.max_connections),
+        (5, 1024)
+    );
+    assert_eq!(defaults.max_connections_per_address, Some(64));
+    let set = parse(
+        "[limits]\nread_timeout_secs = 2\nmax_connections = 50\nmax_connections_per_address = 0",
+        &[("HOOKLEDGER_LIMITS_MAX_CONNECTIONS", "70")],
+    )
+    .unwrap()
+    .limits;
+    assert_eq!(set.read_timeout, Duration::from_secs(2));
+    assert_eq!(set.max_connections, 70, "the environment wins");
+    assert_eq!(set.max_connections_per_address, None, "0 turns it off");
+}
+
+#[test]
+fn limits_out_of_range_name_their_key() {
+    assert_eq!(
+        error_key("[limits]\nread_timeout_secs = 0"),
+        "limits.read_timeout_secs"
+    );
+    assert_eq!(
+        error_key("[limits]\nmax_connections = 0"),
+        "limits.max_connections"
+    );
+}

@@ -6,6 +6,7 @@ use actix_web::http::header::{CONTENT_LENGTH, HeaderMap};
 use actix_web::web::{Bytes, Payload};
 
 use super::ApiError;
+use super::deadline::timed_out;
 use crate::providers::HeaderSource;
 
 /// Reads the whole body, refusing more than `limit` bytes: at once from a
@@ -25,6 +26,9 @@ pub async fn read_limited(
     }
     match payload.to_bytes_limited(limit).await {
         Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(error)) if error.as_error().is_some_and(timed_out) => {
+            Err(ApiError::RequestTimeout(error.to_string()))
+        }
         Ok(Err(_)) => Err(ApiError::BodyUnreadable),
         Err(_) => Err(ApiError::BodyTooLarge(limit)),
     }

@@ -21,12 +21,18 @@ pub enum ApiError {
     BodyTooLarge(usize),
     #[error("could not read the request body")]
     BodyUnreadable,
+    /// The body did not arrive within the read deadline.
+    #[error("{0}")]
+    RequestTimeout(String),
     #[error("{0}")]
     Verification(VerifyError),
     #[error("{0}")]
     BadRequest(String),
     #[error("missing or invalid admin credentials")]
     Unauthorized,
+    /// Too many failed sign-ins from this address; retry after the seconds.
+    #[error("too many failed sign-ins from this address; retry in {0} s")]
+    TooManyAttempts(u64),
     #[error("{0}")]
     Forbidden(&'static str),
     #[error("{0} not found")]
@@ -51,9 +57,11 @@ impl ApiError {
             ApiError::UnknownSource(_) => "unknown_source",
             ApiError::BodyTooLarge(_) => "body_too_large",
             ApiError::BodyUnreadable => "body_unreadable",
+            ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::Verification(e) => e.code(),
             ApiError::BadRequest(_) => "bad_request",
             ApiError::Unauthorized => "unauthorized",
+            ApiError::TooManyAttempts(_) => "too_many_attempts",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::WrongStatus { .. } => "wrong_status",
@@ -117,9 +125,11 @@ impl ResponseError for ApiError {
         match self {
             ApiError::UnknownSource(_) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::BodyUnreadable | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Verification(_) | ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::WrongStatus { .. } | ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -139,6 +149,14 @@ impl ResponseError for ApiError {
             ApiError::Unauthorized => {
                 response
                     .insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+            }
+            ApiError::TooManyAttempts(secs) => {
+                response.insert_header((header::RETRY_AFTER, secs.to_string()));
+            }
+            // The rest of the body may still be on its way: this connection
+            // cannot be read further.
+            ApiError::RequestTimeout(_) => {
+                response.force_close();
             }
             _ => {}
         }

@@ -2,7 +2,9 @@
 //! call a use case, and map the result.
 
 mod body;
+pub mod deadline;
 pub mod error;
+pub mod gate;
 mod health;
 mod webhook;
 

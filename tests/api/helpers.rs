@@ -172,8 +172,18 @@ impl TestApp {
 
     /// POSTs a signed request to `/webhooks/{source}`.
     pub async fn post_signed(&self, source: &str, signed: &SignedRequest) -> Response {
-        let mut request = self
-            .client
+        self.post_signed_with(&self.client, source, signed).await
+    }
+
+    /// [`TestApp::post_signed`] through `client` (one bound to another
+    /// local address, say).
+    pub async fn post_signed_with(
+        &self,
+        client: &reqwest::Client,
+        source: &str,
+        signed: &SignedRequest,
+    ) -> Response {
+        let mut request = client
             .post(self.url(&format!("/webhooks/{source}")))
             .header("content-type", "application/json")
             .body(signed.body.clone());

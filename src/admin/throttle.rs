@@ -1,0 +1,177 @@
+//! Failed sign-ins, per client address. The first few failures are free
+//! (typos); after that each failure makes the address wait twice as long as
+//! the last, up to a cap, and while it waits every token it presents, right
+//! or wrong, is answered 429 without being compared. Another address is
+//! never affected, so the real operator is not locked out by an attacker
+//! elsewhere. In memory, per instance: a restart forgets, and with several
+//! instances each counts its own.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, MutexGuard};
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::http::gate::client_key;
+
+/// Failures from one address before it has to wait.
+pub const FREE_FAILURES: u32 = 5;
+/// The longest wait, in seconds.
+const MAX_WAIT_SECS: i64 = 15 * 60;
+/// An address with no failure for this long starts again from zero.
+const FORGET_AFTER_SECS: i64 = 60 * 60;
+/// Addresses remembered at most; past it the stalest is forgotten.
+const MAX_TRACKED: usize = 10_000;
+
+#[derive(Debug, Default)]
+pub struct SignInThrottle {
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    last: DateTime<Utc>,
+    wait_until: DateTime<Utc>,
+}
+
+/// The wait after `count` failures: none for the free ones, then 1 s, 2 s,
+/// 4 s, ... up to [`MAX_WAIT_SECS`].
+fn wait_after(count: u32) -> i64 {
+    match count.checked_sub(FREE_FAILURES) {
+        None => 0,
+        Some(over) => 1i64
+            .checked_shl(over)
+            .map_or(MAX_WAIT_SECS, |w| w.min(MAX_WAIT_SECS)),
+    }
+}
+
+fn whole_seconds(delta: TimeDelta) -> u64 {
+    let millis = delta.num_milliseconds().max(0) as u64;
+    millis.div_ceil(1000).max(1)
+}
+
+impl SignInThrottle {
+    /// Seconds `address` must still wait before a token from it is
+    /// compared, if any.
+    pub fn wait(&self, address: IpAddr, now: DateTime<Utc>) -> Option<u64> {
+        let failures = self.lock();
+        let entry = failures.get(&client_key(address))?;
+        (entry.wait_until > now).then(|| whole_seconds(entry.wait_until - now))
+    }
+
+    /// Records a wrong token from `address`; returns its failures so far.
+    pub fn failed(&self, address: IpAddr, now: DateTime<Utc>) -> u32 {
+        let mut failures = self.lock();
+        let key = client_key(address);
+        if !failures.contains_key(&key) && failures.len() >= MAX_TRACKED {
+            forget_stalest(&mut failures, now);
+        }
+        let entry = failures.entry(key).or_insert(Failures {
+            count: 0,
+            last: now,
+            wait_until: now,
+        });
+        if now - entry.last > TimeDelta::seconds(FORGET_AFTER_SECS) {
+            entry.count = 0;
+        }
+        entry.count = entry.count.saturating_add(1);
+        entry.last = now;
+        entry.wait_until = now + TimeDelta::seconds(wait_after(entry.count));
+        entry.count
+    }
+
+    /// A right token from `address`: its failures are forgotten.
+    pub fn succeeded(&self, address: IpAddr) {
+        self.lock().remove(&client_key(address));
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<IpAddr, Failures>> {
+        // Every update is a single insert or remove: valid after a panic.
+        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Drops addresses not seen for [`FORGET_AFTER_SECS`], or if none is that
+/// old, the one seen longest ago.
+fn forget_stalest(failures: &mut HashMap<IpAddr, Failures>, now: DateTime<Utc>) {
+    let forget = TimeDelta::seconds(FORGET_AFTER_SECS);
+    failures.retain(|_, f| now - f.last <= forget);
+    if failures.len() >= MAX_TRACKED
+        && let Some(stalest) = failures.iter().min_by_key(|(_, f)| f.last).map(|(a, _)| *a)
+    {
+        failures.remove(&stalest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_wait_doubles_after_the_free_failures_and_is_capped() {
+        let waits: Vec<i64> = (1..=8).map(wait_after).collect();
+        assert_eq!(waits, [0, 0, 0, 0, 1, 2, 4, 8]);
+        assert_eq!(wait_after(40), MAX_WAIT_SECS);
+        assert_eq!(wait_after(u32::MAX), MAX_WAIT_SECS);
+    }
+
+    #[test]
+    fn an_address_waits_after_its_failures_and_others_do_not() {
+        let throttle = SignInThrottle::default();
+        let attacker = ip("203.0.113.9");
+        for n in 1..FREE_FAILURES {
+            throttle.failed(attacker, at(0));
+            assert_eq!(throttle.wait(attacker, at(0)), None, "failure {n} is free");
+        }
+        assert_eq!(throttle.failed(attacker, at(0)), FREE_FAILURES);
+        assert_eq!(throttle.wait(attacker, at(0)), Some(1));
+        assert_eq!(throttle.wait(ip("198.51.100.1"), at(0)), None);
+        assert_eq!(throttle.wait(attacker, at(1)), None, "the wait is over");
+        throttle.failed(attacker, at(1));
+        assert_eq!(throttle.wait(attacker, at(1)), Some(2));
+        throttle.succeeded(attacker);
+        assert_eq!(throttle.wait(attacker, at(1)), None);
+    }
+
+    #[test]
+    fn an_ipv6_attacker_cannot_escape_by_changing_its_interface_id() {
+        let throttle = SignInThrottle::default();
+        for n in 0..FREE_FAILURES {
+            throttle.failed(ip(&format!("2001:db8:7:7::{n}")), at(0));
+        }
+        assert!(throttle.wait(ip("2001:db8:7:7::ffff"), at(0)).is_some());
+    }
+
+    #[test]
+    fn an_old_failure_streak_is_forgotten() {
+        let throttle = SignInThrottle::default();
+        let address = ip("203.0.113.9");
+        for _ in 0..FREE_FAILURES {
+            throttle.failed(address, at(0));
+        }
+        assert_eq!(throttle.failed(address, at(FORGET_AFTER_SECS + 1)), 1);
+    }
+
+    #[test]
+    fn memory_is_bounded_by_forgetting_the_stalest_address() {
+        let throttle = SignInThrottle::default();
+        for n in 0..MAX_TRACKED as u32 + 10 {
+            let now = at(0) + TimeDelta::milliseconds(i64::from(n));
+            throttle.failed(IpAddr::from(n.to_be_bytes()), now);
+        }
+        let failures = throttle.lock();
+        assert_eq!(failures.len(), MAX_TRACKED);
+        assert!(!failures.contains_key(&IpAddr::from(0u32.to_be_bytes())));
+    }
+}

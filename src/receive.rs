@@ -45,10 +45,14 @@ pub async fn receive(
             );
         })?;
     let payload = std::str::from_utf8(body).map_err(|e| MapError::NotJson(e.to_string()))?;
-    let json = parse_json(body)?;
-    let event = source
+    let (json, ambiguity) = parse_json(body)?;
+    let mut event = source
         .provider
         .normalise(&verified, &json, &source.mapping)?;
+    if let Some(ambiguity) = ambiguity {
+        // Signed, so stored; never applied, whatever either reading says.
+        event.reject_as(&ambiguity.to_string());
+    }
     let payload_sha256 = hex::encode(Sha256::digest(body));
     let raw = RawDelivery {
         payload,

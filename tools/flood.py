@@ -101,11 +101,14 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", default="http://127.0.0.1:8080")
     parser.add_argument("--source", default="demo")
-    parser.add_argument("--secret", required=True)
+    parser.add_argument("--secret", default="")
     parser.add_argument("--addresses", type=int, default=1)
     parser.add_argument("--connections", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--pid", type=int)
+    parser.add_argument("--no-sender", action="store_true",
+                        help="attack only (run the sender as a second process, so its "
+                             "latency is not the attacker's event loop)")
     args = parser.parse_args()
     url = urllib.parse.urlparse(args.url)
     host, port = url.hostname, url.port or 80
@@ -120,8 +123,9 @@ async def main():
                                      path, stop, counts))
         for i in range(args.connections)
     ]
-    tasks.append(asyncio.create_task(sender(host, port, path, args.secret, stop,
-                                            latencies, failures)))
+    if not args.no_sender:
+        tasks.append(asyncio.create_task(sender(host, port, path, args.secret, stop,
+                                                latencies, failures)))
     peak = before
     deadline = time.monotonic() + args.seconds
     while time.monotonic() < deadline:

@@ -25,6 +25,28 @@ pub struct NormalisedEvent {
     pub movement: Movement,
 }
 
+impl NormalisedEvent {
+    /// Holds the event as `rejected` for `reason`, whatever its type asked,
+    /// keeping what was read of the movement for the operator.
+    pub fn reject_as(&mut self, reason: &str) {
+        let rejection = match &self.movement {
+            Movement::Post(posting) => posting.reject(reason),
+            Movement::Rejected(rejection) => Rejection {
+                reason: reason.to_owned(),
+                ..rejection.clone()
+            },
+            Movement::None => Rejection {
+                reason: reason.to_owned(),
+                account: None,
+                currency: None,
+                signed_amount: None,
+                sequence: None,
+            },
+        };
+        self.movement = Movement::Rejected(rejection);
+    }
+}
+
 /// What the event asks of a balance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Movement {

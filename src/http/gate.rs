@@ -3,7 +3,10 @@
 //! is full, or when it is at least half full and the connection's address
 //! already holds its share. So a burst from one provider is never refused on
 //! an idle instance, and no single address can hold more than half the
-//! places while others need them. A ticket gives its place back when the
+//! places while others need them. When the instance is full, a small
+//! reserve still admits addresses that hold (almost) nothing, so a flood
+//! from many addresses does not shut out a provider's next delivery. A
+//! ticket gives its place back when the
 //! connection ends, however it ends.
 
 use std::collections::HashMap;
@@ -15,7 +18,8 @@ use crate::config::Limits;
 /// Why a connection was closed unserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// `max_connections` connections were open.
+    /// `max_connections` connections were open, and the reserve beyond
+    /// them was used up or not for this address.
     Full,
     /// The instance was at least half full and its address already held
     /// `max_connections_per_address`.
@@ -30,6 +34,11 @@ impl Refusal {
         }
     }
 }
+
+/// Beyond `max_connections`, an eighth more is kept for addresses holding
+/// fewer than [`RESERVE_HOLDING`] connections.
+const RESERVE_DIVISOR: usize = 8;
+const RESERVE_HOLDING: usize = 2;
 
 #[derive(Debug)]
 pub struct ConnectionGate {
@@ -79,26 +88,33 @@ impl ConnectionGate {
     /// before it could be asked), or says why not.
     pub fn admit(self: &Arc<Self>, peer: Option<IpAddr>) -> Result<Ticket, Refusal> {
         let mut open = self.lock();
-        if open.total >= self.max_total {
-            return Err(Refusal::Full);
-        }
-        let address = match (peer, self.max_per_address) {
-            (Some(peer), Some(max)) => {
-                let key = client_key(peer);
-                let busy = open.total >= self.max_total / 2;
-                let held = open.by_address.entry(key).or_default();
-                if busy && *held >= max {
-                    return Err(Refusal::PerAddress);
-                }
-                *held += 1;
-                Some(key)
+        let total = open.total;
+        let key = peer
+            .filter(|_| self.max_per_address.is_some())
+            .map(client_key);
+        let held = key.map_or(0, |k| open.by_address.get(&k).copied().unwrap_or(0));
+        if total >= self.max_total {
+            // Full: only the reserve is left, and only for an address with
+            // (almost) nothing open, such as a provider's next delivery while
+            // many addresses flood. Without per-address counts there is none.
+            let reserve = self.max_total / RESERVE_DIVISOR;
+            if key.is_none() || held >= RESERVE_HOLDING || total >= self.max_total + reserve {
+                return Err(Refusal::Full);
             }
-            _ => None,
-        };
+        } else if let Some(max) = self.max_per_address
+            && key.is_some()
+            && total >= self.max_total / 2
+            && held >= max
+        {
+            return Err(Refusal::PerAddress);
+        }
+        if let Some(key) = key {
+            *open.by_address.entry(key).or_default() += 1;
+        }
         open.total += 1;
         Ok(Ticket {
             gate: Arc::clone(self),
-            address,
+            address: key,
         })
     }
 
@@ -174,6 +190,33 @@ mod tests {
         drop(first);
         assert_eq!(gate.open(), 1);
         assert!(gate.admit(ip("10.0.0.3")).is_ok());
+    }
+
+    #[test]
+    fn when_full_the_reserve_admits_only_addresses_holding_almost_nothing() {
+        let gate = gate(16, Some(8));
+        let mut flood: Vec<Ticket> = (0..16)
+            .map(|n| gate.admit(ip(&format!("10.0.1.{}", n % 4))).unwrap())
+            .collect();
+        assert_eq!(gate.admit(ip("10.0.1.0")).unwrap_err(), Refusal::Full);
+        // The reserve is 16 / 8 = 2, for addresses holding fewer than 2.
+        let sender = gate.admit(ip("10.0.2.1")).unwrap();
+        let _second = gate.admit(ip("10.0.2.1")).unwrap();
+        assert_eq!(gate.admit(ip("10.0.2.1")).unwrap_err(), Refusal::Full);
+        assert_eq!(
+            gate.admit(ip("10.0.2.2")).unwrap_err(),
+            Refusal::Full,
+            "reserve used"
+        );
+        drop(sender);
+        assert!(gate.admit(ip("10.0.2.3")).is_ok());
+        flood.clear();
+        let without_shares = self::gate(1, None);
+        let _one = without_shares.admit(ip("10.0.3.1")).unwrap();
+        assert_eq!(
+            without_shares.admit(ip("10.0.3.2")).unwrap_err(),
+            Refusal::Full
+        );
     }
 
     #[test]

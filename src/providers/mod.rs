@@ -8,6 +8,7 @@
 pub(crate) mod hmac_sha256;
 mod json_path;
 mod standard_webhooks;
+mod strict_json;
 mod stripe;
 
 use chrono::{DateTime, Utc};
@@ -178,13 +179,18 @@ pub enum MapError {
     BadEventType,
 }
 
-/// Parses the raw body as JSON. Shared by all providers' callers so the error
-/// is the same everywhere; serde_json's recursion limit bounds nesting.
-pub fn parse_json(body: &[u8]) -> Result<Value, MapError> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| MapError::NotJson(e.to_string()))?;
+pub use strict_json::Ambiguity;
+
+/// Parses the raw body as a JSON object. Shared by all providers' callers so
+/// the error is the same everywhere; serde_json's recursion limit bounds
+/// nesting. A body that can be read more than one way (a duplicate key, a
+/// number no float holds) parses, with the [`Ambiguity`] named: the caller
+/// must never apply it.
+pub fn parse_json(body: &[u8]) -> Result<(Value, Option<Ambiguity>), MapError> {
+    let (value, ambiguity) =
+        strict_json::parse(body).map_err(|e| MapError::NotJson(e.to_string()))?;
     if value.is_object() {
-        Ok(value)
+        Ok((value, ambiguity))
     } else {
         Err(MapError::NotAnObject)
     }
@@ -276,7 +282,7 @@ mod tests {
 
     #[test]
     fn json_must_be_an_object() {
-        assert!(parse_json(b"{}").is_ok());
+        assert_eq!(parse_json(b"{}"), Ok((serde_json::json!({}), None)));
         assert_eq!(parse_json(b"[1]"), Err(MapError::NotAnObject));
         assert!(matches!(parse_json(b""), Err(MapError::NotJson(_))));
         assert!(matches!(parse_json(b"\xff\xfe"), Err(MapError::NotJson(_))));

@@ -10,6 +10,7 @@ mod process;
 
 mod admin_api;
 mod admin_page;
+mod ambiguous;
 mod bad_input;
 mod cli;
 mod concurrency;

@@ -331,6 +331,19 @@ async fn unknown_sources_are_404(backend: Backend) {
     )
     .await;
     assert_eq!(body["message"], "no source named \"nope\" is configured");
+    // A huge unknown name is echoed as a bounded prefix only.
+    let huge = "x".repeat(60_000);
+    let body = assert_error(
+        app.post_signed(&huge, &request).await,
+        StatusCode::NOT_FOUND,
+        "unknown_source",
+    )
+    .await;
+    let echoed = body["message"].as_str().unwrap();
+    assert_eq!(
+        echoed,
+        format!("no source named {:?} is configured", "x".repeat(64))
+    );
     assert_error(
         app.client
             .get(app.url("/webhooks/demo"))

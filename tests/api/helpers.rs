@@ -18,6 +18,7 @@ use serde_json::Value;
 
 pub use crate::backend::Backend;
 use crate::postgres::TestDatabase;
+pub use crate::samples::{body_of, credit, credit_at, credit_seq, debit_seq};
 
 /// Secrets of the sources every test app has.
 pub const DEMO_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -336,50 +337,6 @@ impl TestApp {
             violations.is_empty(),
             "ledger invariants violated: {violations:#?}"
         );
-    }
-}
-
-/// A Standard Webhooks credit sample signed at the test clock's time.
-pub fn credit(event_id: &str, account: &str, amount_minor: i64) -> Sample {
-    Sample {
-        event_id: event_id.to_owned(),
-        event_type: None,
-        account_id: account.to_owned(),
-        amount_minor,
-        currency: "USD".to_owned(),
-        sequence: None,
-        timestamp: now().timestamp(),
-    }
-}
-
-/// A credit whose event happened (and was first signed) at `timestamp`.
-pub fn credit_at(event_id: &str, account: &str, amount_minor: i64, timestamp: i64) -> Sample {
-    Sample {
-        timestamp,
-        ..credit(event_id, account, amount_minor)
-    }
-}
-
-/// The body a Standard Webhooks sender would send for `sample`.
-pub fn body_of(sample: &Sample) -> Vec<u8> {
-    hookledger::providers::provider_for("standard-webhooks")
-        .unwrap()
-        .sample_body(sample)
-}
-
-/// Like [`credit`] with an explicit sequence.
-pub fn credit_seq(event_id: &str, account: &str, amount_minor: i64, sequence: i64) -> Sample {
-    Sample {
-        sequence: Some(sequence),
-        ..credit(event_id, account, amount_minor)
-    }
-}
-
-/// A Standard Webhooks debit with an explicit sequence.
-pub fn debit_seq(event_id: &str, account: &str, amount_minor: i64, sequence: i64) -> Sample {
-    Sample {
-        event_type: Some("balance.debit".to_owned()),
-        ..credit_seq(event_id, account, amount_minor, sequence)
     }
 }
 

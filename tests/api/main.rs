@@ -3,13 +3,16 @@
 
 #[macro_use]
 mod backend;
+mod browser;
 mod helpers;
 mod locker;
 mod postgres;
 mod process;
+mod samples;
 
 mod admin_api;
 mod admin_page;
+mod admin_queues;
 mod ambiguous;
 mod bad_input;
 mod cli;
@@ -18,6 +21,7 @@ mod contiguous;
 mod crash;
 mod credits;
 mod duplicates;
+mod gap_skip;
 mod health;
 mod hostile;
 mod interleavings;

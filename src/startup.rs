@@ -65,6 +65,7 @@ impl Application {
         let store = connect_store(&config).await?;
         store.migrate().await?;
 
+        let lifetime = connection_lifetime(&config);
         let context = Data::new(Context {
             store: store.clone(),
             sources: config
@@ -85,10 +86,16 @@ impl Application {
         let drain = drain::spawn(context.clone().into_inner());
         let limits = config.limits;
         let gate = ConnectionGate::new(&limits);
+        let capacity = gate.capacity();
+        let local = listener.local_addr().map_err(bind_error)?;
         let factory = move || {
             let http = HttpService::build()
                 .client_request_timeout(limits.read_timeout)
-                .keep_alive(KeepAlive::Timeout(Duration::from_secs(5)))
+                // One request per connection: actix times only the first
+                // request head on a connection, so a kept-alive connection
+                // could stall its second head forever.
+                .keep_alive(KeepAlive::Disabled)
+                .local_addr(local)
                 .client_disconnect_timeout(Duration::from_secs(1))
                 .finish(map_config(
                     app(context.clone(), limits.read_timeout),
@@ -110,15 +117,19 @@ impl Application {
                     let Some((ticket, call)) = call else {
                         return Ok(());
                     };
-                    let served = call.await;
+                    // A body actix drains after the handler dropped it (a
+                    // chunked one) has no deadline of its own: no connection
+                    // outlives a request's worst healthy case.
+                    let served = tokio::time::timeout(lifetime, call).await.unwrap_or(Ok(()));
                     drop(ticket);
                     served
                 }
             })
         };
         let mut server = Server::build()
-            // actix's own bound, per worker, behind the gate's global one.
-            .max_concurrent_connections(limits.max_connections)
+            // actix's own bound is per worker: never below what the gate
+            // admits in all, or one worker would stop accepting first.
+            .max_concurrent_connections(capacity)
             .shutdown_timeout(10);
         if let Some(workers) = config.workers {
             server = server.workers(workers);
@@ -152,6 +163,16 @@ impl Application {
         self.store.close().await;
         result
     }
+}
+
+/// The longest a connection may live: its head and its body within the
+/// read deadline each, then the handler's worst healthy case (a pooled
+/// connection, then statements up to their timeout).
+fn connection_lifetime(config: &Config) -> Duration {
+    let database = &config.database;
+    2 * config.limits.read_timeout
+        + database.acquire_timeout
+        + database.statement_timeout.max(database.busy_timeout)
 }
 
 /// The routes, with every request body bounded by the read deadline.

@@ -40,9 +40,8 @@ struct Failures {
 fn wait_after(count: u32) -> i64 {
     match count.checked_sub(FREE_FAILURES) {
         None => 0,
-        Some(over) => 1i64
-            .checked_shl(over)
-            .map_or(MAX_WAIT_SECS, |w| w.min(MAX_WAIT_SECS)),
+        // 2^20 s is far past the cap; the shift can never reach the sign bit.
+        Some(over) => (1i64 << over.min(20)).min(MAX_WAIT_SECS),
     }
 }
 
@@ -123,6 +122,9 @@ mod tests {
         let waits: Vec<i64> = (1..=8).map(wait_after).collect();
         assert_eq!(waits, [0, 0, 0, 0, 1, 2, 4, 8]);
         assert_eq!(wait_after(40), MAX_WAIT_SECS);
+        for count in 60..=70 {
+            assert_eq!(wait_after(count), MAX_WAIT_SECS, "{count} failures");
+        }
         assert_eq!(wait_after(u32::MAX), MAX_WAIT_SECS);
     }
 

@@ -6,8 +6,7 @@
 //! places while others need them. When the instance is full, a small
 //! reserve still admits addresses that hold (almost) nothing, so a flood
 //! from many addresses does not shut out a provider's next delivery. A
-//! ticket gives its place back when the
-//! connection ends, however it ends.
+//! ticket gives its place back when the connection ends, however it ends.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -118,8 +117,15 @@ impl ConnectionGate {
         })
     }
 
+    /// The most connections ever admitted at once: the bound and its
+    /// reserve.
+    pub fn capacity(&self) -> usize {
+        self.max_total + self.max_total / RESERVE_DIVISOR
+    }
+
     /// Connections open now.
-    pub fn open(&self) -> usize {
+    #[cfg(test)]
+    fn open(&self) -> usize {
         self.lock().total
     }
 

@@ -56,6 +56,18 @@ async fn stall_body(app: &TestApp, local: &str, path: &str, content_type: &str) 
     stream
 }
 
+/// Headers for a chunked body, one chunk, then silence: a body actix drains
+/// after the handler dropped it, with no deadline of its own.
+async fn stall_chunked(app: &TestApp, path: &str) -> TcpStream {
+    let mut stream = connect_from(app, ATTACKER).await;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: hookledger\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    stream
+}
+
 /// What the server sent before closing the connection: `Some("")` when it
 /// closed without a word, `None` if it was still open after `wait`.
 async fn until_closed(stream: &mut TcpStream, wait: Duration) -> Option<String> {
@@ -72,6 +84,24 @@ async fn until_closed(stream: &mut TcpStream, wait: Duration) -> Option<String> 
     .await;
     read.ok()
         .map(|()| String::from_utf8_lossy(&received).into_owned())
+}
+
+/// Waits for every stream to close: how many were served (answered 408 at
+/// the deadline) and how many were closed without a word.
+async fn tally(streams: &mut [TcpStream]) -> (usize, usize) {
+    let (mut timed_out, mut refused) = (0, 0);
+    for stream in streams {
+        let answer = until_closed(stream, Duration::from_secs(10))
+            .await
+            .expect("every connection is closed within the deadline");
+        if answer.is_empty() {
+            refused += 1;
+        } else {
+            assert_eq!(status_line(&answer), "HTTP/1.1 408 Request Timeout");
+            timed_out += 1;
+        }
+    }
+    (timed_out, refused)
 }
 
 fn status_line(answer: &str) -> &str {
@@ -136,6 +166,36 @@ async fn a_stalled_body_is_answered_408_and_closed(backend: Backend) {
     );
 }
 
+/// A connection lives at most 2 x read timeout + acquire timeout + the
+/// longer statement or busy timeout: 2 + 1 + 1 = 4 s here.
+async fn a_stalled_chunked_body_cannot_hold_a_connection(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            top_level: &limits(1, 100, 10),
+            database: "acquire_timeout_secs = 1\nstatement_timeout_ms = 1000\nbusy_timeout_ms = 1000",
+            ..Options::default()
+        },
+    )
+    .await;
+    let started = Instant::now();
+    let mut streams = vec![
+        stall_chunked(&app, "/webhooks/nope").await,
+        stall_chunked(&app, "/webhooks/demo").await,
+    ];
+    for stream in &mut streams {
+        let answer = until_closed(stream, Duration::from_secs(15)).await;
+        assert!(answer.is_some(), "the connection was closed");
+    }
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let events = json_with_status(app.admin_get("/admin/api/events").await, StatusCode::OK).await;
+    assert_eq!(
+        events["events"],
+        serde_json::json!([]),
+        "nothing was written"
+    );
+}
+
 async fn a_flood_from_one_address_leaves_room_for_everyone_else(backend: Backend) {
     // 40 places: one address may take 20 (half) while the instance is not
     // busy, and no more once it is.
@@ -148,15 +208,7 @@ async fn a_flood_from_one_address_leaves_room_for_everyone_else(backend: Backend
     let served = deliver_from(&app, SENDER, "evt_during_flood").await;
     assert_eq!(served["status"], "applied");
 
-    let mut answers = Vec::new();
-    for stream in &mut flood {
-        answers.push(until_closed(stream, Duration::from_secs(10)).await.unwrap());
-    }
-    let timed_out = answers
-        .iter()
-        .filter(|a| status_line(a) == "HTTP/1.1 408 Request Timeout")
-        .count();
-    let refused = answers.iter().filter(|a| a.is_empty()).count();
+    let (timed_out, refused) = tally(&mut flood).await;
     // At most half the places; the test's own sender and admin client
     // count too, so the flood may have got one or two fewer.
     assert_eq!(timed_out + refused, 30);
@@ -178,21 +230,14 @@ async fn connections_beyond_the_total_bound_are_closed_unserved(backend: Backend
     }
     // Which one is refused depends on which worker admits first; exactly
     // one is, at once, and the others are served (408 at the deadline).
-    let mut answers = Vec::new();
-    for stream in &mut streams {
-        answers.push(until_closed(stream, Duration::from_secs(10)).await.unwrap());
-    }
-    let timed_out = answers
-        .iter()
-        .filter(|a| status_line(a) == "HTTP/1.1 408 Request Timeout")
-        .count();
-    let refused = answers.iter().filter(|a| a.is_empty()).count();
+    let (timed_out, refused) = tally(&mut streams).await;
     assert_eq!((timed_out, refused), (3, 1));
     assert_eq!(metrics(&app).await["connections"]["refused_full"], 1);
 }
 
 both_backends!(
     a_stalled_body_is_answered_408_and_closed,
+    a_stalled_chunked_body_cannot_hold_a_connection,
     a_flood_from_one_address_leaves_room_for_everyone_else,
     connections_beyond_the_total_bound_are_closed_unserved,
 );

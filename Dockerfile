@@ -3,6 +3,10 @@
 # in their own layer), run on slim Debian as a non-root user.
 
 FROM rust:1.95-slim-trixie AS build
+# The slim image has gcc but not make, which jemalloc's build needs.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends make \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Build the dependencies alone first, so editing our code does not rebuild them.
 COPY Cargo.toml Cargo.lock ./

@@ -7,11 +7,13 @@ use std::time::Duration;
 use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::drain::DrainSignal;
+use crate::http::proxy::TrustedProxies;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
 use crate::source::Source;
 use crate::store::Store;
+use crate::telemetry::LogBudget;
 
 pub struct Context {
     pub store: Store,
@@ -28,6 +30,10 @@ pub struct Context {
     /// Failed admin sign-ins (bearer or form) per client address.
     pub sign_in: SignInThrottle,
     pub max_body_bytes: usize,
+    /// Bounds the log lines unauthenticated clients can cause.
+    pub log_budget: LogBudget,
+    /// Proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl Context {

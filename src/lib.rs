@@ -20,3 +20,4 @@ pub mod session;
 pub mod source;
 pub mod startup;
 pub mod store;
+pub mod telemetry;

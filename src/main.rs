@@ -6,7 +6,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use hookledger::cli::{Cli, run};
-use tracing_subscriber::EnvFilter;
+use hookledger::telemetry::init_logging;
+
+/// jemalloc's background thread returns freed pages to the system within
+/// seconds. glibc's malloc kept a connection flood's buffers (~60 MB,
+/// freed but below the top of the heap, so never trimmed) for good; a
+/// `malloc_trim(0)` proved them free, not leaked.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,16 +35,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `HOOKLEDGER_LOG` (or `RUST_LOG`) filters, default `info`; logs go to
-/// stderr so stdout stays for the start-up banner and command output.
-fn init_logging() {
-    let filter = std::env::var("HOOKLEDGER_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".to_owned());
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info")))
-        .with_writer(std::io::stderr)
-        .init();
 }

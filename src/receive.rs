@@ -7,7 +7,9 @@ use sha2::{Digest, Sha256};
 use crate::context::Context;
 use crate::domain::{Direction, Movement, NormalisedEvent, Status};
 use crate::ingest::{Outcome, RawDelivery, ingest};
-use crate::providers::{Delivery, HeaderSource, MapError, VerifyError, parse_json};
+use crate::providers::{
+    Delivery, HeaderSource, MapError, Verified, VerifyError, VerifyPolicy, parse_json,
+};
 use crate::source::Source;
 use crate::store::StoreError;
 
@@ -21,49 +23,94 @@ pub enum ReceiveError {
     Store(#[from] StoreError),
 }
 
+/// Lowercase hex SHA-256: how payloads are fingerprinted for conflicts.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// What a delivery produced: an outcome per event (one, or a batch's
+/// several), in the order the body lists them.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub outcomes: Vec<Outcome>,
+}
+
 pub async fn receive(
     context: &Context,
     source: &Source,
     headers: &dyn HeaderSource,
     body: &[u8],
-) -> Result<Outcome, ReceiveError> {
+) -> Result<Received, ReceiveError> {
     let source_name = source.name.as_str();
     let now = context.clock.now();
-    let delivery = Delivery { headers, body };
+    let delivery = Delivery {
+        headers,
+        body,
+        received_at: now,
+    };
+    let policy = VerifyPolicy {
+        tolerance_secs: source.tolerance_secs,
+        settings: &source.settings,
+    };
     let verified = source
         .provider
-        .verify(&delivery, &source.keys, source.tolerance_secs, now)
+        .verify(&delivery, &source.keys, &policy, now)
         .inspect_err(|error| {
             context
                 .metrics
                 .verification_failure(source_name, error.code());
-            tracing::warn!(
-                source = source_name,
-                reason = error.code(),
-                body_bytes = body.len(),
-                "{error}"
-            );
+            // Anyone can cause this line: budgeted, summarised per minute.
+            if context
+                .log_budget
+                .admit("failed verifications", &format!("for source {source_name}"))
+            {
+                tracing::warn!(
+                    source = source_name,
+                    reason = error.code(),
+                    body_bytes = body.len(),
+                    "{error}"
+                );
+            }
         })?;
-    let payload = std::str::from_utf8(body).map_err(|e| MapError::NotJson(e.to_string()))?;
+    std::str::from_utf8(body).map_err(|e| MapError::NotJson(e.to_string()))?;
     let (json, ambiguity) = parse_json(body)?;
-    let mut event = source
+    let mut events = source
         .provider
-        .normalise(&verified, &json, &source.mapping)?;
+        .normalise(&verified, &delivery, &json, &source.mapping)?;
+    if events.is_empty() {
+        return Err(MapError::Unusable("the delivery holds no event".to_owned()).into());
+    }
     if let Some(ambiguity) = ambiguity {
         // Signed, so stored; never applied, whatever either reading says.
-        event.reject_as(&ambiguity.to_string());
+        for event in &mut events {
+            event.reject_as(&ambiguity.to_string());
+        }
     }
-    let payload_sha256 = hex::encode(Sha256::digest(body));
+    let payload_sha256 = sha256_hex(body);
     let raw = RawDelivery {
-        payload,
+        payload: body,
         payload_sha256: &payload_sha256,
         received_at: now,
     };
-    let outcome = ingest(&context.store, source, &event, &raw).await?;
+    let outcomes = ingest(&context.store, source, &events, &raw).await?;
+    for (event, outcome) in events.iter().zip(&outcomes) {
+        record(context, source_name, &verified, event, outcome);
+    }
+    Ok(Received { outcomes })
+}
+
+/// Counts and logs one event's outcome.
+fn record(
+    context: &Context,
+    source_name: &str,
+    verified: &Verified,
+    event: &NormalisedEvent,
+    outcome: &Outcome,
+) {
     if outcome.backlog {
         context.drain.wake();
     }
-    count_ordering(context, source_name, &event, &outcome);
+    count_ordering(context, source_name, event, outcome);
     let label = if outcome.duplicate {
         "duplicate"
     } else {
@@ -86,7 +133,6 @@ pub async fn receive(
         key_index = verified.key_index,
         "webhook received"
     );
-    Ok(outcome)
 }
 
 /// The ordering counters a new delivery moves.
@@ -95,10 +141,15 @@ fn count_ordering(context: &Context, source: &str, event: &NormalisedEvent, outc
         return;
     }
     let metrics = &context.metrics;
+    let direction = match &event.movement {
+        Movement::Post(posting) => Some(posting.direction),
+        Movement::Reverse(request) => Some(request.direction),
+        _ => None,
+    };
     if outcome.late
-        && let Movement::Post(posting) = &event.movement
+        && let Some(direction) = direction
     {
-        let effect = match posting.direction {
+        let effect = match direction {
             Direction::Credit => "credit",
             Direction::Debit => "debit",
         };
@@ -111,6 +162,12 @@ fn count_ordering(context: &Context, source: &str, event: &NormalisedEvent, outc
     }
     if outcome.status == Status::Waiting {
         metrics.ordering(source, "parked", 1);
+    }
+    if outcome.status == Status::Unmatched {
+        metrics.ordering(source, "unmatched", 1);
+    }
+    if outcome.status == Status::DuplicateEffect {
+        metrics.ordering(source, "duplicate_effect", 1);
     }
     metrics.ordering(source, "released", outcome.released);
 }

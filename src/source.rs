@@ -2,16 +2,26 @@
 
 use std::fmt;
 
-use crate::domain::{OrderingPolicy, SourceName};
-use crate::providers::{Mapping, Provider};
+use crate::domain::{NegativeBalance, OrderingPolicy, SourceName};
+use crate::providers::{KindSettings, Mapping, Provider};
 use crate::secret::KeyBytes;
 
 pub struct Source {
     pub name: SourceName,
+    /// The scope of this source's intent keys: an event id is applied once
+    /// per scope, whichever source of the scope receives it.
+    pub scope: String,
+    /// Whether `scope` was configured (else the kind's default).
+    pub scope_explicit: bool,
     pub provider: &'static dyn Provider,
     /// Derived from the configured secrets, in order; any one may verify.
     pub keys: Vec<KeyBytes>,
+    /// For each key, the position of the configured secret it came from.
+    pub key_secrets: Vec<usize>,
+    /// 0 for kinds that sign no timestamp.
     pub tolerance_secs: u64,
+    pub negative_balance: NegativeBalance,
+    pub settings: KindSettings,
     pub ordering: OrderingPolicy,
     pub mapping: Mapping,
 }
@@ -20,11 +30,23 @@ impl fmt::Debug for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Source")
             .field("name", &self.name)
+            .field("scope", &self.scope)
             .field("kind", &self.provider.kind())
             .field("secrets", &self.keys.len())
             .field("tolerance_secs", &self.tolerance_secs)
             .field("ordering", &self.ordering)
             .field("account_path", &self.mapping.account_path.as_str())
+            .field("negative_balance", &self.negative_balance)
             .finish()
+    }
+}
+
+impl Source {
+    /// The position of the configured secret behind key `index`.
+    pub fn secret_position(&self, key_index: usize) -> usize {
+        self.key_secrets
+            .get(key_index)
+            .copied()
+            .unwrap_or(key_index)
     }
 }

@@ -24,10 +24,11 @@ use crate::config::{Config, ConfigError};
 use crate::context::Context;
 use crate::drain::{self, DrainSignal};
 use crate::http::gate::ConnectionGate;
-use crate::http::{ApiError, deadline};
+use crate::http::{ApiError, connection, deadline};
 use crate::metrics::Metrics;
 use crate::session::SessionKeys;
 use crate::store::{Store, StoreError};
+use crate::telemetry::LogBudget;
 use crate::{admin, http};
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +49,8 @@ pub struct Application {
     server: Server,
     store: Store,
     drain: JoinHandle<()>,
+    summaries: JoinHandle<()>,
+    context: Data<Context>,
 }
 
 pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
@@ -64,6 +67,7 @@ impl Application {
         let port = listener.local_addr().map_err(bind_error)?.port();
         let store = connect_store(&config).await?;
         store.migrate().await?;
+        place_in_scopes(&store, &config.sources).await?;
 
         let lifetime = connection_lifetime(&config);
         let context = Data::new(Context {
@@ -81,10 +85,15 @@ impl Application {
             admin_token: config.admin.token,
             sign_in: SignInThrottle::default(),
             max_body_bytes: config.max_body_bytes,
+            log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
+            trusted_proxies: config.limits.trusted_proxies.clone(),
         });
         // Sweeps at once: releases a crash interrupted are finished first.
         let drain = drain::spawn(context.clone().into_inner());
-        let limits = config.limits;
+        let summaries =
+            spawn_log_summaries(context.clone().into_inner(), config.limits.log_summary);
+        let summary_context = context.clone();
+        let limits = config.limits.clone();
         let gate = ConnectionGate::new(&limits);
         let capacity = gate.capacity();
         let local = listener.local_addr().map_err(bind_error)?;
@@ -102,28 +111,9 @@ impl Application {
                     |()| AppConfig::default(),
                 ))
                 .tcp();
-            let (gate, context) = (gate.clone(), context.clone());
+            let (gate, context) = (gate.clone(), context.clone().into_inner());
             apply_fn_factory(http, move |io: TcpStream, service| {
-                // Admitted or closed before a byte is read: a flood from one
-                // address costs an accept and a close, nothing more.
-                let call = match gate.admit(io.peer_addr().ok().map(|a| a.ip())) {
-                    Ok(ticket) => Some((ticket, service.call(io))),
-                    Err(refusal) => {
-                        context.metrics.connection(refusal.as_str());
-                        None
-                    }
-                };
-                async move {
-                    let Some((ticket, call)) = call else {
-                        return Ok(());
-                    };
-                    // A body actix drains after the handler dropped it (a
-                    // chunked one) has no deadline of its own: no connection
-                    // outlives a request's worst healthy case.
-                    let served = tokio::time::timeout(lifetime, call).await.unwrap_or(Ok(()));
-                    drop(ticket);
-                    served
-                }
+                connection::serve(&gate, &context, lifetime, io, service)
             })
         };
         let mut server = Server::build()
@@ -143,6 +133,8 @@ impl Application {
             server,
             store,
             drain,
+            summaries,
+            context: summary_context,
         })
     }
 
@@ -160,9 +152,72 @@ impl Application {
         let result = self.server.await;
         // A drain step cut here rolls back whole; the next start finds it.
         self.drain.abort();
+        self.summaries.abort();
+        // What the last window did not log is still said.
+        for overflow in self.context.log_budget.roll() {
+            tracing::warn!("{}", overflow.describe("window before shutdown"));
+        }
         self.store.close().await;
         result
     }
+}
+
+/// Moves each source's rows into its configured scope before serving, and
+/// says what stayed behind and which sources are split across scopes.
+async fn place_in_scopes(
+    store: &Store,
+    sources: &[crate::source::Source],
+) -> Result<(), StoreError> {
+    for warning in crate::config::scope_warnings(sources) {
+        tracing::warn!("{warning}");
+    }
+    let pairs: Vec<(&str, &str)> = sources
+        .iter()
+        .map(|s| (s.name.as_str(), s.scope.as_str()))
+        .collect();
+    for ((source, scope), done) in pairs.iter().zip(store.rescope(&pairs).await?) {
+        if done.intents_moved > 0 || done.payments_moved > 0 {
+            tracing::info!(
+                source,
+                scope,
+                intents = done.intents_moved,
+                payments = done.payments_moved,
+                "moved into the source's scope"
+            );
+        }
+        if done.intents_left > 0 {
+            tracing::warn!(
+                source,
+                scope,
+                intents = done.intents_left,
+                "events of this source stay in their earlier scope: another source recorded \
+                 the same event ids in this scope (before they shared it); check their \
+                 payments for a double credit"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Lines each kind of unauthenticated failure may log per key and window.
+const LOG_LINES_PER_WINDOW: u32 = 10;
+
+/// Once a window, says how many budgeted lines were not logged.
+fn spawn_log_summaries(context: Arc<Context>, window: Duration) -> JoinHandle<()> {
+    let window_text = match window.as_secs() {
+        60 => "minute".to_owned(),
+        secs => format!("{secs} s"),
+    };
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(window);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            for overflow in context.log_budget.roll() {
+                tracing::warn!("{}", overflow.describe(&window_text));
+            }
+        }
+    })
 }
 
 /// The longest a connection may live: its head and its body within the

@@ -1,11 +1,13 @@
 //! The admin JSON API (bearer token only).
 
-use actix_web::HttpRequest;
 use actix_web::web::{Data, Json, Path, Payload, Query};
+use actix_web::{FromRequest, HttpRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::BearerAdmin;
+use super::pages::ActionPath;
+use super::target::EventRef;
 use crate::context::Context;
 use crate::domain::Status;
 use crate::http::{ApiError, read_limited};
@@ -14,12 +16,6 @@ use crate::store::EventFilter;
 
 const MAX_PAGE: i64 = 500;
 const MAX_NOTE_CHARS: usize = 2000;
-
-#[derive(Debug, Deserialize)]
-pub struct PageQuery {
-    pub limit: Option<i64>,
-    pub before: Option<i64>,
-}
 
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
@@ -73,9 +69,9 @@ pub async fn list_events(
 pub async fn show_event(
     _: BearerAdmin,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    target: EventRef,
 ) -> Result<Json<Value>, ApiError> {
-    let (source, event_id) = path.into_inner();
+    let EventRef { source, event_id } = target;
     let event = context
         .store
         .event(&source, &event_id)
@@ -87,12 +83,29 @@ pub async fn show_event(
     Ok(Json(body))
 }
 
+#[derive(Debug, Deserialize)]
+pub struct AccountQuery {
+    /// The account, for `/admin/api/account?id=` (any id, `..` included).
+    pub id: Option<String>,
+    pub limit: Option<i64>,
+    pub before: Option<i64>,
+}
+
+/// `GET /admin/api/accounts/{account_id}` or `/admin/api/account?id=`.
 pub async fn show_account(
     _: BearerAdmin,
     context: Data<Context>,
-    account_id: Path<String>,
-    query: Query<PageQuery>,
+    request: HttpRequest,
+    query: Query<AccountQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let account_id = match (request.match_info().get("account_id"), &query.id) {
+        (Some(_), _) => Path::<String>::extract(&request)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?
+            .into_inner(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => return Err(ApiError::BadRequest("id is required".into())),
+    };
     let limit = page_size(query.limit, 100)?;
     let balances = context.store.account_balances(&account_id).await?;
     let entries = context
@@ -110,7 +123,7 @@ pub async fn show_account(
         .then(|| entries.last().map(|e| e.entry_id))
         .flatten();
     Ok(Json(json!({
-        "account_id": account_id.as_str(),
+        "account_id": account_id,
         "balances": balances,
         "entries": entries,
         "next_before": next_before,
@@ -160,6 +173,7 @@ async fn act(
     let request = operator::Request {
         action,
         source,
+        configured: context.source(source).map(|s| s.as_ref()),
         event_id,
         actor: "admin (token)",
         note,
@@ -181,16 +195,18 @@ async fn act(
     })))
 }
 
-/// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`.
+/// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`, or
+/// `POST /admin/api/event/{apply|dismiss}?source=&id=`.
 pub async fn act_on_event(
     _: BearerAdmin,
     context: Data<Context>,
-    path: Path<(String, String, String)>,
+    target: EventRef,
+    action: Path<ActionPath>,
     request: HttpRequest,
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
-    let (source, event_id, action) = path.into_inner();
-    let action = Action::parse(&action).ok_or(ApiError::NotFound("action"))?;
+    let EventRef { source, event_id } = target;
+    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let note = parse_note(&body)?;
     act(&context, action, &source, &event_id, note.as_deref()).await

@@ -16,6 +16,8 @@ use crate::context::Context;
 use crate::http::ApiError;
 use crate::session::Session;
 
+use super::throttle::Verdict;
+
 pub const SESSION_COOKIE: &str = "hookledger_session";
 
 /// An admin authenticated by the bearer token.
@@ -53,31 +55,42 @@ fn bearer_token(request: &HttpRequest) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The address sign-in failures are counted under.
-fn client_address(request: &HttpRequest) -> IpAddr {
-    request
+/// The address sign-in failures are counted under: the peer, or behind a
+/// trusted proxy the client it names.
+fn client_address(request: &HttpRequest, context: &Context) -> IpAddr {
+    let peer = request
         .peer_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip())
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
+    let forwarded = request
+        .headers()
+        .get_all("x-forwarded-for")
+        .map(|v| v.as_bytes());
+    context.trusted_proxies.client(peer, forwarded)
 }
 
 /// Compares a presented admin token (bearer or sign-in form) in constant
 /// time, unless its address must wait after too many failures: then 429
 /// without comparing. Failures are counted and logged, never the token.
 pub fn check_token(request: &HttpRequest, context: &Context, token: &str) -> Result<(), ApiError> {
-    let address = client_address(request);
+    let address = client_address(request, context);
     let now = context.clock.now();
-    if let Some(wait) = context.sign_in.wait(address, now) {
-        context.metrics.sign_in("throttled");
-        return Err(ApiError::TooManyAttempts(wait));
+    match context
+        .sign_in
+        .attempt(address, now, || context.admin_token.matches(token))
+    {
+        Verdict::Accepted => Ok(()),
+        Verdict::Wait(secs) => {
+            context.metrics.sign_in("throttled");
+            Err(ApiError::TooManyAttempts(secs))
+        }
+        Verdict::Failed(failures) => {
+            context.metrics.sign_in("failed");
+            if context.log_budget.admit("failed admin sign-ins", "") {
+                tracing::warn!(%address, failures, "admin sign-in failed");
+            }
+            Err(ApiError::Unauthorized)
+        }
     }
-    if context.admin_token.matches(token) {
-        context.sign_in.succeeded(address);
-        return Ok(());
-    }
-    let failures = context.sign_in.failed(address, now);
-    context.metrics.sign_in("failed");
-    tracing::warn!(%address, failures, "admin sign-in failed");
-    Err(ApiError::Unauthorized)
 }
 
 pub fn session_of(request: &HttpRequest, context: &Context) -> Option<Session> {

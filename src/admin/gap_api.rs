@@ -2,7 +2,7 @@
 //! token only): list them, inspect one, and skip it.
 
 use actix_web::HttpRequest;
-use actix_web::web::{Data, Json, Path, Payload};
+use actix_web::web::{Data, Json, Payload};
 use serde_json::{Value, json};
 
 use serde::Deserialize;
@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::api::{ADMIN_BODY_LIMIT, clean_note};
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
+use super::target::GapRef;
 use crate::context::Context;
 use crate::http::{ApiError, read_limited};
 
@@ -25,9 +26,9 @@ pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Va
 pub async fn show_gap(
     _: BearerAdmin,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    target: GapRef,
 ) -> Result<Json<Value>, ApiError> {
-    let (source, account_id) = path.into_inner();
+    let GapRef { source, account_id } = target;
     let detail = gaps::detail(&context, &source, &account_id)
         .await?
         .ok_or(ApiError::NotFound("waiting event"))?;
@@ -53,11 +54,11 @@ struct SkipBody {
 pub async fn skip_gap(
     _: BearerAdmin,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    target: GapRef,
     request: HttpRequest,
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
-    let (source, account_id) = path.into_inner();
+    let GapRef { source, account_id } = target;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let body: SkipBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(

@@ -5,7 +5,7 @@
 use actix_web::HttpRequest;
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::web::{Data, Form, Path, Query};
+use actix_web::web::{Data, Form, Query};
 use askama::Template;
 use serde::Deserialize;
 
@@ -13,7 +13,8 @@ use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
 use super::gaps;
 use super::pages::{Flash, csrf_for, html, see_other};
-use super::view::{AuditView, EventView, GapView, gap_href};
+use super::target::{GapRef, gap_href};
+use super::view::{AuditView, EventView, GapView};
 use crate::context::Context;
 use crate::http::ApiError;
 
@@ -23,7 +24,6 @@ struct GapPage {
     csrf: String,
     source: String,
     account_id: String,
-    href: String,
     gap: Option<GapView>,
     waiting: Vec<EventView>,
     audit: Vec<AuditView>,
@@ -33,19 +33,18 @@ struct GapPage {
 pub async fn gap_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    target: GapRef,
     flash: Query<Flash>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(admin) = admin else {
         return Ok(see_other("/admin"));
     };
-    let (source, account_id) = path.into_inner();
+    let GapRef { source, account_id } = target;
     let detail = gaps::detail(&context, &source, &account_id)
         .await?
         .ok_or(ApiError::NotFound("waiting event"))?;
     let page = GapPage {
         csrf: csrf_for(&admin, &context),
-        href: gap_href(&source, &account_id),
         source,
         account_id,
         gap: detail.gap.map(GapView::from),
@@ -71,11 +70,11 @@ pub async fn skip_gap(
     admin: PageAdmin,
     context: Data<Context>,
     request: HttpRequest,
-    path: Path<(String, String)>,
+    target: GapRef,
     form: Form<SkipForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
-    let (source, account_id) = path.into_inner();
+    let GapRef { source, account_id } = target;
     let form = form.into_inner();
     let through = form
         .through
@@ -95,7 +94,7 @@ pub async fn skip_gap(
     )
     .await?;
     Ok(see_other(&format!(
-        "{}?done=skip",
+        "{}&done=skip",
         gap_href(&source, &account_id)
     )))
 }

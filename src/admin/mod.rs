@@ -8,11 +8,14 @@ mod gap_api;
 mod gap_pages;
 mod gaps;
 mod pages;
+mod target;
 mod throttle;
 mod view;
 
 use actix_web::middleware::DefaultHeaders;
 use actix_web::web;
+
+use crate::http::routes::Endpoint;
 
 pub use auth::SESSION_COOKIE;
 pub use throttle::SignInThrottle;
@@ -29,50 +32,99 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .wrap(headers)
-            .route("", web::get().to(pages::dashboard))
-            .route("/", web::get().to(pages::dashboard))
-            .route("/static/admin.css", web::get().to(pages::stylesheet))
-            .route("/login", web::post().to(pages::login))
-            .route("/logout", web::post().to(pages::logout))
-            .route(
-                "/events/{source}/{event_id}",
-                web::get().to(pages::event_page),
+            .service(Endpoint::new("").get(pages::dashboard).finish())
+            .service(Endpoint::new("/").get(pages::dashboard).finish())
+            .service(
+                Endpoint::new("/static/admin.css")
+                    .get(pages::stylesheet)
+                    .finish(),
             )
-            .route(
-                "/events/{source}/{event_id}/{action}",
-                web::post().to(pages::event_action),
+            .service(
+                Endpoint::new("/login")
+                    .get(pages::to_dashboard)
+                    .post(pages::login)
+                    .finish(),
             )
-            .route(
-                "/gaps/{source}/{account_id}",
-                web::get().to(gap_pages::gap_page),
+            .service(Endpoint::new("/logout").post(pages::logout).finish())
+            // Pages link by query (`target` says why); the path forms are
+            // kept for scripts and bookmarks.
+            .service(Endpoint::new("/event").get(pages::event_page).finish())
+            .service(
+                Endpoint::new("/event/{action}")
+                    .post(pages::event_action)
+                    .finish(),
             )
-            .route(
-                "/gaps/{source}/{account_id}/skip",
-                web::post().to(gap_pages::skip_gap),
+            .service(
+                Endpoint::new("/events/{source}/{event_id}")
+                    .get(pages::event_page)
+                    .finish(),
             )
-            .route("/api/events", web::get().to(api::list_events))
-            .route(
-                "/api/events/{source}/{event_id}",
-                web::get().to(api::show_event),
+            .service(
+                Endpoint::new("/events/{source}/{event_id}/{action}")
+                    .post(pages::event_action)
+                    .finish(),
             )
-            .route(
-                "/api/events/{source}/{event_id}/{action}",
-                web::post().to(api::act_on_event),
+            .service(Endpoint::new("/gap").get(gap_pages::gap_page).finish())
+            .service(
+                Endpoint::new("/gap/skip")
+                    .post(gap_pages::skip_gap)
+                    .finish(),
             )
-            .route(
-                "/api/accounts/{account_id}",
-                web::get().to(api::show_account),
+            .service(
+                Endpoint::new("/gaps/{source}/{account_id}")
+                    .get(gap_pages::gap_page)
+                    .finish(),
             )
-            .route("/api/gaps", web::get().to(gap_api::list_gaps))
-            .route(
-                "/api/gaps/{source}/{account_id}",
-                web::get().to(gap_api::show_gap),
+            .service(
+                Endpoint::new("/gaps/{source}/{account_id}/skip")
+                    .post(gap_pages::skip_gap)
+                    .finish(),
             )
-            .route(
-                "/api/gaps/{source}/{account_id}/skip",
-                web::post().to(gap_api::skip_gap),
+            .service(Endpoint::new("/api/events").get(api::list_events).finish())
+            .service(Endpoint::new("/api/event").get(api::show_event).finish())
+            .service(
+                Endpoint::new("/api/event/{action}")
+                    .post(api::act_on_event)
+                    .finish(),
             )
-            .route("/api/metrics", web::get().to(api::metrics))
-            .route("/api/check", web::get().to(api::check)),
+            .service(
+                Endpoint::new("/api/events/{source}/{event_id}")
+                    .get(api::show_event)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/events/{source}/{event_id}/{action}")
+                    .post(api::act_on_event)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/accounts/{account_id}")
+                    .get(api::show_account)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/account")
+                    .get(api::show_account)
+                    .finish(),
+            )
+            .service(Endpoint::new("/api/gaps").get(gap_api::list_gaps).finish())
+            .service(Endpoint::new("/api/gap").get(gap_api::show_gap).finish())
+            .service(
+                Endpoint::new("/api/gap/skip")
+                    .post(gap_api::skip_gap)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/gaps/{source}/{account_id}")
+                    .get(gap_api::show_gap)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/gaps/{source}/{account_id}/skip")
+                    .post(gap_api::skip_gap)
+                    .finish(),
+            )
+            .service(Endpoint::new("/api/metrics").get(api::metrics).finish())
+            .service(Endpoint::new("/api/check").get(api::check).finish()),
     );
 }

@@ -14,7 +14,8 @@ use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
 use super::gaps;
-use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, event_href};
+use super::target::{EventRef, event_href};
+use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView};
 use crate::context::Context;
 use crate::http::ApiError;
 use crate::metrics::Counters;
@@ -85,6 +86,11 @@ pub async fn stylesheet() -> HttpResponse {
         .body(CSS)
 }
 
+/// `GET /admin/login`: the form lives on the dashboard's address.
+pub async fn to_dashboard() -> HttpResponse {
+    see_other("/admin")
+}
+
 /// The dashboard, or the login form for a visitor without a session.
 pub async fn dashboard(
     admin: Option<PageAdmin>,
@@ -144,13 +150,13 @@ pub struct Flash {
 pub async fn event_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
-    path: Path<(String, String)>,
+    target: EventRef,
     flash: Query<Flash>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(admin) = admin else {
         return Ok(see_other("/admin"));
     };
-    let (source, event_id) = path.into_inner();
+    let EventRef { source, event_id } = target;
     let event = context
         .store
         .event(&source, &event_id)
@@ -171,6 +177,12 @@ pub async fn event_page(
     html(actix_web::http::StatusCode::OK, &page)
 }
 
+/// The `{action}` segment of an action route (`apply`, `dismiss`).
+#[derive(Debug, Deserialize)]
+pub struct ActionPath {
+    pub action: String,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ActionForm {
     #[serde(default)]
@@ -182,16 +194,19 @@ pub async fn event_action(
     admin: PageAdmin,
     context: Data<Context>,
     request: HttpRequest,
-    path: Path<(String, String, String)>,
+    target: EventRef,
+    action: Path<ActionPath>,
     form: Form<ActionForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
-    let (source, event_id, action) = path.into_inner();
-    let action = Action::parse(&action).ok_or(ApiError::NotFound("action"))?;
+    let EventRef { source, event_id } = target;
+    let action = &action.action;
+    let action = Action::parse(action).ok_or(ApiError::NotFound("action"))?;
     let note = clean_note(form.into_inner().note)?;
     let request = operator::Request {
         action,
         source: &source,
+        configured: context.source(&source).map(|s| s.as_ref()),
         event_id: &event_id,
         actor: admin.actor(),
         note: note.as_deref(),
@@ -205,7 +220,7 @@ pub async fn event_action(
         "operator action"
     );
     Ok(see_other(&format!(
-        "{}?done={}",
+        "{}&done={}",
         event_href(&source, &event_id),
         action.as_str()
     )))

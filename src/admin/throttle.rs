@@ -50,21 +50,40 @@ fn whole_seconds(delta: TimeDelta) -> u64 {
     millis.div_ceil(1000).max(1)
 }
 
-impl SignInThrottle {
-    /// Seconds `address` must still wait before a token from it is
-    /// compared, if any.
-    pub fn wait(&self, address: IpAddr, now: DateTime<Utc>) -> Option<u64> {
-        let failures = self.lock();
-        let entry = failures.get(&client_key(address))?;
-        (entry.wait_until > now).then(|| whole_seconds(entry.wait_until - now))
-    }
+/// What became of one presented token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It matched; the address's failures are forgotten.
+    Accepted,
+    /// It did not match; the address's failures so far.
+    Failed(u32),
+    /// Not compared: the address must wait this many more seconds.
+    Wait(u64),
+}
 
-    /// Records a wrong token from `address`; returns its failures so far.
-    pub fn failed(&self, address: IpAddr, now: DateTime<Utc>) -> u32 {
+impl SignInThrottle {
+    /// Checks a token from `address` with `matches` unless the address must
+    /// wait, and records the result, under one lock: two concurrent wrong
+    /// tokens from one address are never both compared on the same count.
+    pub fn attempt(
+        &self,
+        address: IpAddr,
+        now: DateTime<Utc>,
+        matches: impl FnOnce() -> bool,
+    ) -> Verdict {
         let mut failures = self.lock();
         let key = client_key(address);
+        if let Some(entry) = failures.get(&key)
+            && entry.wait_until > now
+        {
+            return Verdict::Wait(whole_seconds(entry.wait_until - now));
+        }
+        if matches() {
+            failures.remove(&key);
+            return Verdict::Accepted;
+        }
         if !failures.contains_key(&key) && failures.len() >= MAX_TRACKED {
-            forget_stalest(&mut failures, now);
+            forget_one(&mut failures, now);
         }
         let entry = failures.entry(key).or_insert(Failures {
             count: 0,
@@ -77,12 +96,14 @@ impl SignInThrottle {
         entry.count = entry.count.saturating_add(1);
         entry.last = now;
         entry.wait_until = now + TimeDelta::seconds(wait_after(entry.count));
-        entry.count
+        Verdict::Failed(entry.count)
     }
 
-    /// A right token from `address`: its failures are forgotten.
-    pub fn succeeded(&self, address: IpAddr) {
-        self.lock().remove(&client_key(address));
+    #[cfg(test)]
+    fn wait(&self, address: IpAddr, now: DateTime<Utc>) -> Option<u64> {
+        let failures = self.lock();
+        let entry = failures.get(&client_key(address))?;
+        (entry.wait_until > now).then(|| whole_seconds(entry.wait_until - now))
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<IpAddr, Failures>> {
@@ -91,15 +112,25 @@ impl SignInThrottle {
     }
 }
 
-/// Drops addresses not seen for [`FORGET_AFTER_SECS`], or if none is that
-/// old, the one seen longest ago.
-fn forget_stalest(failures: &mut HashMap<IpAddr, Failures>, now: DateTime<Utc>) {
+/// Makes room for one more address: drops those not seen for
+/// [`FORGET_AFTER_SECS`]; if none is that old, the one seen longest ago
+/// among those not waiting, so that failing from many other addresses
+/// cannot flush an address that must wait; if all wait, the one whose wait
+/// ends first.
+fn forget_one(failures: &mut HashMap<IpAddr, Failures>, now: DateTime<Utc>) {
     let forget = TimeDelta::seconds(FORGET_AFTER_SECS);
     failures.retain(|_, f| now - f.last <= forget);
-    if failures.len() >= MAX_TRACKED
-        && let Some(stalest) = failures.iter().min_by_key(|(_, f)| f.last).map(|(a, _)| *a)
-    {
-        failures.remove(&stalest);
+    if failures.len() < MAX_TRACKED {
+        return;
+    }
+    let victim = failures
+        .iter()
+        .filter(|(_, f)| f.wait_until <= now)
+        .min_by_key(|(_, f)| f.last)
+        .or_else(|| failures.iter().min_by_key(|(_, f)| f.wait_until))
+        .map(|(a, _)| *a);
+    if let Some(victim) = victim {
+        failures.remove(&victim);
     }
 }
 
@@ -128,29 +159,51 @@ mod tests {
         assert_eq!(wait_after(u32::MAX), MAX_WAIT_SECS);
     }
 
+    fn fail(throttle: &SignInThrottle, address: IpAddr, now: DateTime<Utc>) -> Verdict {
+        throttle.attempt(address, now, || false)
+    }
+
     #[test]
     fn an_address_waits_after_its_failures_and_others_do_not() {
         let throttle = SignInThrottle::default();
         let attacker = ip("203.0.113.9");
         for n in 1..FREE_FAILURES {
-            throttle.failed(attacker, at(0));
+            assert_eq!(fail(&throttle, attacker, at(0)), Verdict::Failed(n));
             assert_eq!(throttle.wait(attacker, at(0)), None, "failure {n} is free");
         }
-        assert_eq!(throttle.failed(attacker, at(0)), FREE_FAILURES);
+        assert_eq!(
+            fail(&throttle, attacker, at(0)),
+            Verdict::Failed(FREE_FAILURES)
+        );
         assert_eq!(throttle.wait(attacker, at(0)), Some(1));
+        let mut compared = false;
+        let verdict = throttle.attempt(attacker, at(0), || {
+            compared = true;
+            true
+        });
+        assert_eq!(verdict, Verdict::Wait(1));
+        assert!(!compared, "a waiting address's token is not compared");
         assert_eq!(throttle.wait(ip("198.51.100.1"), at(0)), None);
         assert_eq!(throttle.wait(attacker, at(1)), None, "the wait is over");
-        throttle.failed(attacker, at(1));
+        fail(&throttle, attacker, at(1));
         assert_eq!(throttle.wait(attacker, at(1)), Some(2));
-        throttle.succeeded(attacker);
-        assert_eq!(throttle.wait(attacker, at(1)), None);
+        assert_eq!(
+            throttle.attempt(attacker, at(3), || true),
+            Verdict::Accepted
+        );
+        assert_eq!(throttle.wait(attacker, at(3)), None);
+        assert_eq!(
+            fail(&throttle, attacker, at(3)),
+            Verdict::Failed(1),
+            "forgotten"
+        );
     }
 
     #[test]
     fn an_ipv6_attacker_cannot_escape_by_changing_its_interface_id() {
         let throttle = SignInThrottle::default();
         for n in 0..FREE_FAILURES {
-            throttle.failed(ip(&format!("2001:db8:7:7::{n}")), at(0));
+            fail(&throttle, ip(&format!("2001:db8:7:7::{n}")), at(0));
         }
         assert!(throttle.wait(ip("2001:db8:7:7::ffff"), at(0)).is_some());
     }
@@ -160,9 +213,12 @@ mod tests {
         let throttle = SignInThrottle::default();
         let address = ip("203.0.113.9");
         for _ in 0..FREE_FAILURES {
-            throttle.failed(address, at(0));
+            fail(&throttle, address, at(0));
         }
-        assert_eq!(throttle.failed(address, at(FORGET_AFTER_SECS + 1)), 1);
+        assert_eq!(
+            fail(&throttle, address, at(FORGET_AFTER_SECS + 1)),
+            Verdict::Failed(1)
+        );
     }
 
     #[test]
@@ -170,10 +226,25 @@ mod tests {
         let throttle = SignInThrottle::default();
         for n in 0..MAX_TRACKED as u32 + 10 {
             let now = at(0) + TimeDelta::milliseconds(i64::from(n));
-            throttle.failed(IpAddr::from(n.to_be_bytes()), now);
+            fail(&throttle, IpAddr::from(n.to_be_bytes()), now);
         }
         let failures = throttle.lock();
         assert_eq!(failures.len(), MAX_TRACKED);
         assert!(!failures.contains_key(&IpAddr::from(0u32.to_be_bytes())));
+    }
+
+    #[test]
+    fn failing_from_many_addresses_cannot_flush_one_that_waits() {
+        let throttle = SignInThrottle::default();
+        let attacker = ip("203.0.113.9");
+        for _ in 0..FREE_FAILURES {
+            fail(&throttle, attacker, at(0));
+        }
+        assert_eq!(fail(&throttle, attacker, at(0)), Verdict::Wait(1));
+        for n in 0..MAX_TRACKED as u32 + 10 {
+            fail(&throttle, IpAddr::from((n + 1).to_be_bytes()), at(0));
+        }
+        assert_eq!(throttle.lock().len(), MAX_TRACKED);
+        assert_eq!(throttle.wait(attacker, at(0)), Some(1), "still waits");
     }
 }

@@ -5,37 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use super::gaps::Gap;
+use super::target::{event_action_href, event_href, gap_action_href, gap_href};
 use crate::domain::{Currency, format_minor};
 use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow};
-
-/// Percent-encodes one URL path segment (everything but unreserved bytes).
-pub fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-pub fn gap_href(source: &str, account_id: &str) -> String {
-    format!(
-        "/admin/gaps/{}/{}",
-        path_segment(source),
-        path_segment(account_id)
-    )
-}
-
-pub fn event_href(source: &str, event_id: &str) -> String {
-    format!(
-        "/admin/events/{}/{}",
-        path_segment(source),
-        path_segment(event_id)
-    )
-}
 
 /// `USD 12.34`, using the currency's exponent; raw minor units when the
 /// currency is unknown (a rejected event).
@@ -99,10 +71,14 @@ pub struct EventDetailView {
     pub summary: EventView,
     pub fields: Vec<(&'static str, String)>,
     pub payload: String,
+    /// A `duplicate_effect`'s crediting event: (event id, page).
+    pub credited_by: Option<(String, String)>,
     pub held: bool,
     pub can_apply: bool,
     /// For a waiting event: its account's gap page.
     pub gap_href: Option<String>,
+    pub apply_href: String,
+    pub dismiss_href: String,
 }
 
 impl From<EventDetailRow> for EventDetailView {
@@ -111,25 +87,44 @@ impl From<EventDetailRow> for EventDetailView {
         let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         let fields = vec![
             ("sequence", optional(event.sequence.map(|s| s.to_string()))),
+            ("scope", event.scope.clone()),
             ("object id", optional(event.object_id.clone())),
+            ("payment", optional(event.payment_ref.clone())),
             ("occurred at", optional(event.occurred_at.map(time))),
             ("first received", time(event.first_received_at)),
             ("last received", time(event.last_received_at)),
             ("payload SHA-256", event.payload_sha256.clone()),
         ];
         // Pretty-printed for reading; the stored bytes stay as received.
-        let payload = serde_json::from_str::<serde_json::Value>(&row.payload)
-            .and_then(|v| serde_json::to_string_pretty(&v))
-            .unwrap_or(row.payload);
+        let payload = match std::str::from_utf8(&row.payload).ok() {
+            Some(text) => serde_json::from_str::<serde_json::Value>(text)
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .unwrap_or_else(|_| text.to_owned()),
+            None => format!(
+                "(not UTF-8: {} bytes, base64 below)\n{}",
+                row.payload.len(),
+                row.payload_base64.as_deref().unwrap_or_default()
+            ),
+        };
+        let credited_by = row
+            .credited_by_source
+            .as_deref()
+            .zip(row.credited_by_event.as_deref())
+            .map(|(source, event_id)| (event_id.to_owned(), event_href(source, event_id)));
         let gap_href = (event.status == "waiting").then(|| {
             gap_href(
                 &event.source,
                 event.account_id.as_deref().unwrap_or_default(),
             )
         });
+        let apply_href = event_action_href(&event.source, &event.event_id, "apply");
+        let dismiss_href = event_action_href(&event.source, &event.event_id, "dismiss");
         let summary = EventView::from(event);
         Self {
+            credited_by,
             gap_href,
+            apply_href,
+            dismiss_href,
             held: ["stale", "rejected", "waiting"].contains(&summary.status.as_str()),
             can_apply: summary.status == "stale",
             summary,
@@ -190,6 +185,7 @@ pub struct GapView {
     pub open: String,
     pub held: bool,
     pub href: String,
+    pub skip_href: String,
     pub skip_through: i64,
 }
 
@@ -198,6 +194,7 @@ impl From<Gap> for GapView {
         let more = if gap.missing_more { ", ..." } else { "" };
         Self {
             href: gap_href(&gap.source, &gap.account_id),
+            skip_href: gap_action_href(&gap.source, &gap.account_id, "skip"),
             missing: format!("{}{more}", gap.missing_text),
             since: time(gap.waiting_since),
             open: duration(gap.open_secs),
@@ -226,13 +223,6 @@ pub fn duration(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn path_segments_are_escaped() {
-        assert_eq!(path_segment("evt_1-a.b~"), "evt_1-a.b~");
-        assert_eq!(path_segment("a/b c<"), "a%2Fb%20c%3C");
-        assert_eq!(event_href("demo", "x/y"), "/admin/events/demo/x%2Fy");
-    }
 
     #[test]
     fn durations_read_naturally() {

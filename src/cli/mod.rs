@@ -11,7 +11,9 @@ use crate::clock::SystemClock;
 use crate::config::{self, Config, DEMO_ORDERED_SOURCE};
 use crate::startup::{Application, StartupError, connect_store};
 
-pub use send::{SendArgs, SignedRequest, sign_body, signed_sample};
+pub use send::{
+    SendArgs, SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with,
+};
 
 #[derive(Debug, Parser)]
 #[command(

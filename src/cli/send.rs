@@ -5,7 +5,7 @@ use chrono::Utc;
 use clap::Args;
 
 use crate::config::random_bytes;
-use crate::providers::{Sample, provider_for};
+use crate::providers::{KindSettings, Sample, Unsigned, provider_for};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone, Args)]
@@ -17,8 +17,18 @@ pub struct SendArgs {
     #[arg(long, default_value = "standard-webhooks")]
     pub kind: String,
     /// Signing secret (whsec_...).
-    #[arg(long, env = "HOOKLEDGER_SEND_SECRET", hide_env_values = true)]
-    pub secret: String,
+    #[arg(
+        long,
+        env = "HOOKLEDGER_SEND_SECRET",
+        hide_env_values = true,
+        required_unless_present = "secret_file",
+        conflicts_with = "secret_file"
+    )]
+    pub secret: Option<String>,
+    /// Read the signing secret from this file (a PEM private key for
+    /// PayPal).
+    #[arg(long)]
+    pub secret_file: Option<std::path::PathBuf>,
     #[arg(long)]
     pub account: String,
     /// Amount in minor units (1500 = 15.00 USD).
@@ -47,6 +57,17 @@ pub struct SendArgs {
     /// Event type; default: the kind's credit type.
     #[arg(long = "type")]
     pub event_type: Option<String>,
+    /// The provider payment a credit is, or a refund or dispute reverses
+    /// (send a credit and then a refund with the same --payment).
+    #[arg(long)]
+    pub payment: Option<String>,
+    /// Square: the notification URL the subscription has; default: --url.
+    #[arg(long)]
+    pub notification_url: Option<String>,
+    /// PayPal: the webhook id the source is configured with (the --secret
+    /// is then a PEM private key whose certificate the source trusts).
+    #[arg(long)]
+    pub webhook_id: Option<String>,
     /// Signed timestamp (unix seconds); default: now.
     #[arg(long)]
     pub timestamp: Option<i64>,
@@ -65,9 +86,26 @@ pub fn signed_sample(
     secret: &Secret,
     sample: &Sample,
 ) -> Result<SignedRequest, String> {
+    signed_sample_with(kind, secret, sample, &KindSettings::default())
+}
+
+/// [`signed_sample`] for a kind that signs per-source settings too.
+pub fn signed_sample_with(
+    kind: &str,
+    secret: &Secret,
+    sample: &Sample,
+    settings: &KindSettings,
+) -> Result<SignedRequest, String> {
     let provider = provider_for(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
     let body = provider.sample_body(sample);
-    sign_body(kind, secret, body, &sample.event_id, sample.timestamp)
+    sign_body_with(
+        kind,
+        secret,
+        body,
+        &sample.event_id,
+        sample.timestamp,
+        settings,
+    )
 }
 
 /// Signs any body exactly as a `kind` sender would.
@@ -78,12 +116,45 @@ pub fn sign_body(
     event_id: &str,
     timestamp: i64,
 ) -> Result<SignedRequest, String> {
+    sign_body_with(
+        kind,
+        secret,
+        body,
+        event_id,
+        timestamp,
+        &KindSettings::default(),
+    )
+}
+
+/// [`sign_body`] with the source's settings (Square's notification URL).
+pub fn sign_body_with(
+    kind: &str,
+    secret: &Secret,
+    body: Vec<u8>,
+    event_id: &str,
+    timestamp: i64,
+    settings: &KindSettings,
+) -> Result<SignedRequest, String> {
     let provider = provider_for(kind).ok_or_else(|| format!("unknown kind {kind:?}"))?;
     let key = provider
-        .key_from_secret(secret)
-        .map_err(|e| format!("--secret {e}"))?;
-    let headers = provider.sign(&key, &body, event_id, timestamp);
-    Ok(SignedRequest { body, headers })
+        .keys_from_secret(secret)
+        .map_err(|e| format!("--secret {e}"))?
+        .into_iter()
+        .next()
+        .ok_or("--secret gives no key")?;
+    let signed = provider.sign(
+        &key,
+        Unsigned {
+            body,
+            event_id,
+            timestamp,
+            settings,
+        },
+    );
+    Ok(SignedRequest {
+        body: signed.body,
+        headers: signed.headers,
+    })
 }
 
 fn fresh_event_id(kind: &str) -> Result<String, String> {
@@ -107,6 +178,7 @@ fn samples(args: &SendArgs) -> Result<Vec<Sample>, String> {
         currency: args.currency.clone(),
         sequence,
         timestamp,
+        payment: args.payment.clone(),
     };
     if args.count == 1 && !args.shuffle && args.omit.is_empty() {
         return Ok(vec![sample(event_id, args.sequence)]);
@@ -133,13 +205,31 @@ fn shuffle<T>(items: &mut [T]) -> Result<(), String> {
 }
 
 pub async fn run(args: SendArgs) -> Result<(), String> {
-    let secret = Secret::new(args.secret.clone());
+    let secret = match (&args.secret, &args.secret_file) {
+        (Some(secret), _) => Secret::new(secret.clone()),
+        (None, Some(path)) => Secret::new(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --secret-file {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        (None, None) => return Err("--secret or --secret-file is required".to_owned()),
+    };
     let client = reqwest::Client::new();
+    let settings = KindSettings {
+        notification_url: Some(args.notification_url.clone().unwrap_or(args.url.clone())),
+        webhook_id: args.webhook_id.clone(),
+        // A generic-hmac scheme lives in a source's config, not in flags.
+        generic: None,
+    };
     for sample in samples(&args)? {
-        let signed = signed_sample(&args.kind, &secret, &sample)?;
+        let signed = signed_sample_with(&args.kind, &secret, &sample, &settings)?;
         let mut request = client
             .post(&args.url)
             .header("content-type", "application/json")
+            // Kinds with an acknowledgement of their own (Adyen) still say
+            // what happened to each event.
+            .header("accept", "application/json")
             .body(signed.body);
         for (name, value) in &signed.headers {
             request = request.header(*name, value);

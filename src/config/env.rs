@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use super::ConfigError;
 use super::raw::{RawConfig, RawOnStale, RawOnStaleTable, RawSource};
-use crate::domain::{OrderingMode, StaleAction};
+use crate::domain::{AmountFormat, NegativeBalance, OrderingMode, StaleAction};
 
 /// Reads one environment variable; injected so tests need not touch the
 /// process environment.
@@ -77,6 +77,13 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
         &mut raw.limits.max_connections_per_address,
         parsed(env, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS_PER_ADDRESS")?,
     );
+    set(
+        &mut raw.limits.log_summary_secs,
+        parsed(env, "HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS")?,
+    );
+    if let Some(list) = env("HOOKLEDGER_LIMITS_TRUSTED_PROXIES") {
+        raw.limits.trusted_proxies = comma_list(&list);
+    }
     set(&mut raw.admin.token, env("HOOKLEDGER_ADMIN_TOKEN"));
     set(
         &mut raw.admin.session_ttl_secs,
@@ -88,6 +95,14 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// `a, b,,c` -> `["a", "b", "c"]`.
+fn comma_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError> {
     let prefix = format!(
         "HOOKLEDGER_SOURCE_{}_",
@@ -95,11 +110,7 @@ fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError>
     );
     let var = |key: &str| format!("{prefix}{key}");
     if let Some(list) = env(&var("SECRETS")) {
-        source.secrets = list
-            .split(',')
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect();
+        source.secrets = comma_list(&list);
     }
     set(
         &mut source.tolerance_secs,
@@ -138,6 +149,46 @@ fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError>
         &mut source.release_batch,
         parsed(env, &var("RELEASE_BATCH"))?,
     );
+    if let Some(list) = env(&var("CREDIT_TYPES")) {
+        source.credit_types = Some(comma_list(&list));
+    }
+    if let Some(list) = env(&var("CERTIFICATES")) {
+        source.certificates = Some(comma_list(&list));
+    }
+    if let Some(list) = env(&var("DEBIT_TYPES")) {
+        source.debit_types = Some(comma_list(&list));
+    }
+    for (slot, name) in [
+        (&mut source.amount_path, "AMOUNT_PATH"),
+        (&mut source.currency_path, "CURRENCY_PATH"),
+        (&mut source.sequence_path, "SEQUENCE_PATH"),
+        (&mut source.object_path, "OBJECT_PATH"),
+        (&mut source.notification_url, "NOTIFICATION_URL"),
+        (&mut source.webhook_id, "WEBHOOK_ID"),
+        (&mut source.scope, "SCOPE"),
+    ] {
+        set(slot, env(&var(name)));
+    }
+    if let Some(text) = env(&var("AMOUNT_FORMAT")) {
+        source.amount_format = Some(AmountFormat::parse(text.trim()).ok_or_else(|| {
+            ConfigError::new(
+                var("AMOUNT_FORMAT"),
+                "must be minor, minor-string or decimal",
+            )
+        })?);
+    }
+    if let Some(text) = env(&var("NEGATIVE_BALANCE")) {
+        source.negative_balance = Some(match text.trim() {
+            "hold" => NegativeBalance::Hold,
+            "allow" => NegativeBalance::Allow,
+            _ => {
+                return Err(ConfigError::new(
+                    var("NEGATIVE_BALANCE"),
+                    "must be hold or allow",
+                ));
+            }
+        });
+    }
     Ok(())
 }
 

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use super::ConfigError;
 use super::raw::RawLimits;
+use crate::http::proxy::{Cidr, TrustedProxies};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// A request head must arrive within this of the connection opening (or
     /// of the previous answer), and its body within this of the head.
@@ -17,6 +18,13 @@ pub struct Limits {
     /// Open connections per client address (an IPv6 client by its /64);
     /// `None` means no per-address bound.
     pub max_connections_per_address: Option<usize>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (for the
+    /// sign-in throttle and logs; the connection bounds see only peers).
+    pub trusted_proxies: TrustedProxies,
+    /// Failures any client can cause (bad signatures, malformed requests,
+    /// wrong admin tokens) are logged at most a few times per kind in this
+    /// window, then summarised.
+    pub log_summary: Duration,
 }
 
 impl Default for Limits {
@@ -25,6 +33,8 @@ impl Default for Limits {
             read_timeout: Duration::from_secs(5),
             max_connections: 1024,
             max_connections_per_address: Some(64),
+            trusted_proxies: TrustedProxies::default(),
+            log_summary: Duration::from_secs(60),
         }
     }
 }
@@ -49,18 +59,42 @@ pub(super) fn build(raw: &RawLimits) -> Result<Limits, ConfigError> {
         .map_or(default.read_timeout, Duration::from_secs);
     let max_connections = within("max_connections", raw.max_connections, 1..=1_000_000)?
         .map_or(default.max_connections, |n| n as usize);
+    let half = (max_connections / 2).max(1);
     let max_connections_per_address = match within(
         "max_connections_per_address",
         raw.max_connections_per_address,
         0..=1_000_000,
     )? {
-        None => default.max_connections_per_address,
+        // The default share never exceeds half of a smaller instance.
+        None => default.max_connections_per_address.map(|n| n.min(half)),
         Some(0) => None,
+        // The gate's promise (no address holds more than half the places
+        // while others need them) needs the share to be at most half.
+        Some(n) if n as usize > half => {
+            return Err(ConfigError::new(
+                "limits.max_connections_per_address",
+                format!(
+                    "must be at most half of limits.max_connections ({half}), or 0 for no \
+                     per-address bound"
+                ),
+            ));
+        }
         Some(n) => Some(n as usize),
     };
+    let trusted_proxies = raw
+        .trusted_proxies
+        .iter()
+        .map(|range| Cidr::parse(range))
+        .collect::<Result<Vec<_>, _>>()
+        .map(TrustedProxies)
+        .map_err(|e| ConfigError::new("limits.trusted_proxies", e))?;
+    let log_summary = within("log_summary_secs", raw.log_summary_secs, 1..=86_400)?
+        .map_or(default.log_summary, Duration::from_secs);
     Ok(Limits {
         read_timeout,
         max_connections,
         max_connections_per_address,
+        trusted_proxies,
+        log_summary,
     })
 }

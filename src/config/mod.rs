@@ -3,9 +3,13 @@
 
 mod env;
 mod generated;
+mod generic;
+mod keys;
 mod limits;
+mod mapping;
 mod ordering;
 mod raw;
+mod scopes;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -15,9 +19,10 @@ use std::time::Duration;
 pub use env::{Env, process_env};
 pub use generated::random_bytes;
 pub use limits::Limits;
+pub use scopes::scope_warnings;
 
 use crate::domain::SourceName;
-use crate::providers::{JsonPath, Mapping, provider_for};
+use crate::providers::provider_for;
 use crate::secret::Secret;
 use crate::source::Source;
 use crate::store::PoolSettings;
@@ -261,7 +266,7 @@ fn generate(
 }
 
 /// `env:NAME` reads the secret from the environment variable NAME.
-fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
+pub(super) fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
     match value.strip_prefix("env:") {
         Some(var) => env(var)
             .filter(|v| !v.is_empty())
@@ -288,7 +293,8 @@ fn build_sources(raw: Vec<RawSource>, env: Env<'_>) -> Result<Vec<Source>, Confi
             }
             build_source(name, raw, env, &key)
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|sources| scopes::check_kinds(&sources).map(|()| sources))
 }
 
 fn build_source(
@@ -304,47 +310,65 @@ fn build_source(
             format!("unknown kind {:?} (known: {})", raw.kind, known.join(", ")),
         )
     })?;
-    if raw.secrets.is_empty() {
-        return Err(ConfigError::new(
-            format!("{key}.secrets"),
-            "no webhook secret configured: set secrets = [\"...\"] or HOOKLEDGER_SOURCE_<NAME>_SECRETS",
-        ));
-    }
-    let keys = raw
-        .secrets
-        .iter()
-        .enumerate()
-        .map(|(i, value)| {
-            let secret_key = format!("{key}.secrets[{i}]");
-            let secret = resolve_secret(value, env, &secret_key)?;
-            provider
-                .key_from_secret(&secret)
-                .map_err(|e| ConfigError::new(secret_key, e))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let tolerance_secs = raw
-        .tolerance_secs
-        .unwrap_or(provider.default_tolerance_secs());
-    if !(1..=7 * 24 * 3600).contains(&tolerance_secs) {
-        return Err(ConfigError::new(
-            format!("{key}.tolerance_secs"),
-            "must be between 1 and 604800",
-        ));
-    }
-    let account_path = raw
-        .account_path
-        .as_deref()
-        .unwrap_or(provider.default_account_path());
-    let account_path = JsonPath::parse(account_path)
-        .map_err(|e| ConfigError::new(format!("{key}.account_path"), e.to_string()))?;
+    let (keys, key_secrets) = keys::keys(&raw, provider, env, key)?;
+    let tolerance_secs = match (provider.default_tolerance_secs(), raw.tolerance_secs) {
+        (0, Some(_)) => {
+            return Err(ConfigError::new(
+                format!("{key}.tolerance_secs"),
+                format!(
+                    "kind {} signs no timestamp, so there is no replay window to set",
+                    provider.kind()
+                ),
+            ));
+        }
+        (0, None) => 0,
+        (default, set) => {
+            let secs = set.unwrap_or(default);
+            if !(1..=7 * 24 * 3600).contains(&secs) {
+                return Err(ConfigError::new(
+                    format!("{key}.tolerance_secs"),
+                    "must be between 1 and 604800",
+                ));
+            }
+            secs
+        }
+    };
     let ordering = ordering::policy(&raw, provider, key)?;
+    let mapping = mapping::mapping(&raw, provider, key)?;
+    if ordering.mode == crate::domain::OrderingMode::Contiguous
+        && mapping::links_payments(provider, &mapping)
+    {
+        return Err(ConfigError::new(
+            format!("{key}.ordering"),
+            "this source's types credit or reverse provider payments, which are matched \
+             to each other, and contiguous streams are not: use high-water",
+        ));
+    }
+    let (scope, scope_explicit) = match &raw.scope {
+        Some(scope) => {
+            let scope = SourceName::parse(scope).map_err(|_| {
+                ConfigError::new(
+                    format!("{key}.scope"),
+                    "must be 1-64 characters of a-z, 0-9, '-' or '_'",
+                )
+            })?;
+            (scope.as_str().to_owned(), true)
+        }
+        None if provider.global_ids() => (provider.kind().to_owned(), false),
+        None => (name.as_str().to_owned(), false),
+    };
     Ok(Source {
         name,
+        scope,
+        scope_explicit,
         provider,
         keys,
+        key_secrets,
         tolerance_secs,
+        negative_balance: mapping::negative_balance(&raw, ordering.mode, key)?,
+        settings: mapping::settings(&raw, provider, key)?,
         ordering,
-        mapping: Mapping { account_path },
+        mapping,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::domain::{OrderingMode, StaleAction};
+use crate::domain::{AmountFormat, NegativeBalance, OrderingMode, StaleAction};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +39,9 @@ pub struct RawLimits {
     pub read_timeout_secs: Option<u64>,
     pub max_connections: Option<u64>,
     pub max_connections_per_address: Option<u64>,
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    pub log_summary_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -62,6 +65,33 @@ pub struct RawSource {
     pub first_sequence: Option<i64>,
     pub gap_timeout_secs: Option<u64>,
     pub release_batch: Option<u64>,
+    pub credit_types: Option<Vec<String>>,
+    pub debit_types: Option<Vec<String>>,
+    pub amount_path: Option<String>,
+    pub amount_format: Option<AmountFormat>,
+    pub currency_path: Option<String>,
+    pub sequence_path: Option<String>,
+    pub object_path: Option<String>,
+    pub negative_balance: Option<NegativeBalance>,
+    /// The scope of the intent key (README "Scope"): sources sharing one
+    /// apply each event id once between them.
+    pub scope: Option<String>,
+    /// Square: the notification URL exactly as registered.
+    pub notification_url: Option<String>,
+    /// PayPal: this endpoint's webhook id, and the PEM certificate files
+    /// that verify it (instead of secrets).
+    pub webhook_id: Option<String>,
+    pub certificates: Option<Vec<String>>,
+    /// generic-hmac: the signature scheme and where the id and type are.
+    pub signature_header: Option<String>,
+    pub signature_prefix: Option<String>,
+    pub algorithm: Option<String>,
+    pub encoding: Option<String>,
+    pub signed_payload: Option<String>,
+    pub timestamp_header: Option<String>,
+    pub id_header: Option<String>,
+    pub event_id_path: Option<String>,
+    pub type_path: Option<String>,
 }
 
 /// `on_stale = "hold"` (both effects, as in the core) or

@@ -202,7 +202,7 @@ fn errors_name_the_offending_key() {
         format!("[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"x\"]\n{extra}")
     };
     assert_eq!(
-        error_key(&source("").replace("stripe", "paypal")),
+        error_key(&source("").replace("stripe", "bitcoin-by-fax")),
         "sources[s].kind"
     );
     assert_eq!(
@@ -319,6 +319,57 @@ fn limits_default_and_can_be_set_in_the_file_or_the_environment() {
     assert_eq!(set.read_timeout, Duration::from_secs(2));
     assert_eq!(set.max_connections, 70, "the environment wins");
     assert_eq!(set.max_connections_per_address, None, "0 turns it off");
+}
+
+#[test]
+fn trusted_proxies_and_the_log_window_can_be_set() {
+    let limits = parse(
+        "[limits]\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]\nlog_summary_secs = 5",
+        &[],
+    )
+    .unwrap()
+    .limits;
+    assert_eq!(limits.trusted_proxies.0.len(), 2);
+    assert_eq!(limits.log_summary, Duration::from_secs(5));
+    let from_env = parse(
+        "",
+        &[(
+            "HOOKLEDGER_LIMITS_TRUSTED_PROXIES",
+            "192.0.2.1, 10.1.0.0/16",
+        )],
+    )
+    .unwrap()
+    .limits;
+    assert_eq!(from_env.trusted_proxies.0.len(), 2);
+    assert_eq!(
+        parse("[limits]\ntrusted_proxies = [\"lb.internal\"]", &[])
+            .unwrap_err()
+            .to_string(),
+        "config error: limits.trusted_proxies: \"lb.internal\" is not an IP address or CIDR range"
+    );
+}
+
+#[test]
+fn the_per_address_share_is_at_most_half() {
+    let smaller = parse("[limits]\nmax_connections = 100", &[])
+        .unwrap()
+        .limits;
+    assert_eq!(
+        smaller.max_connections_per_address,
+        Some(50),
+        "the default share shrinks with the instance"
+    );
+    assert!(
+        parse(
+            "[limits]\nmax_connections = 100\nmax_connections_per_address = 50",
+            &[]
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        error_key("[limits]\nmax_connections = 100\nmax_connections_per_address = 51"),
+        "limits.max_connections_per_address"
+    );
 }
 
 #[test]

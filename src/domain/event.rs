@@ -4,8 +4,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::link::{Link, ReverseRequest};
 use super::money::json_kind;
-use super::{AccountId, Currency, EventId, PositiveAmount};
+use super::{AccountId, AmountFormat, Currency, EventId, PositiveAmount};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -23,6 +24,9 @@ pub struct NormalisedEvent {
     pub object_id: Option<String>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub movement: Movement,
+    /// What to store as this event's payload when it is one item of a
+    /// batch (Adyen); `None` stores the delivery's body as received.
+    pub payload: Option<String>,
 }
 
 impl NormalisedEvent {
@@ -35,6 +39,7 @@ impl NormalisedEvent {
                 reason: reason.to_owned(),
                 ..rejection.clone()
             },
+            Movement::Reverse(request) => request.reject(reason),
             Movement::None => Rejection {
                 reason: reason.to_owned(),
                 account: None,
@@ -57,6 +62,9 @@ pub enum Movement {
     Rejected(Rejection),
     /// A well-formed balance movement, subject to the sequence guard.
     Post(Posting),
+    /// A refund, dispute or reinstatement of a provider payment: its account
+    /// is the payment's, found when it is matched.
+    Reverse(ReverseRequest),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +78,7 @@ pub struct Posting {
     /// The sender numbered the event itself; false when the sequence is a
     /// timestamp the kind fell back to (contiguous ordering needs a number).
     pub explicit_sequence: bool,
+    pub link: Link,
 }
 
 impl Posting {
@@ -106,7 +115,11 @@ pub struct Rejection {
 /// backends; real senders use counters or unix times, far below this.
 pub const MAX_SEQUENCE: i64 = 1 << 62;
 
-fn bounded_sequence(sequence: Result<i64, String>) -> Result<i64, String> {
+/// Below every sequence an event may carry: a new account's high-water
+/// guard.
+pub const SEQUENCE_FLOOR: i64 = -MAX_SEQUENCE - 1;
+
+pub(super) fn bounded_sequence(sequence: Result<i64, String>) -> Result<i64, String> {
     match sequence {
         Ok(s) if !(-MAX_SEQUENCE..=MAX_SEQUENCE).contains(&s) => Err(format!(
             "sequence {s} is outside the supported range of +/-2^62"
@@ -137,6 +150,36 @@ pub struct PostingFields<'a> {
     pub sequence: Result<i64, String>,
     /// The sequence is the sender's own number, not a fallback timestamp.
     pub explicit_sequence: bool,
+    pub amount_format: AmountFormat,
+    /// The provider payment this credit is, if it is one.
+    pub payment: Option<String>,
+    /// The credit is one part of that payment (see [`Link::PaysPart`]).
+    pub part: bool,
+}
+
+/// The currency, then the amount read with that currency's exponent.
+pub(super) fn currency_and_amount(
+    currency: Option<&Value>,
+    amount: Option<&Value>,
+    format: AmountFormat,
+) -> (Result<Currency, String>, Result<PositiveAmount, String>) {
+    let currency = match currency {
+        Some(Value::String(s)) => Currency::parse(s).map_err(|e| e.to_string()),
+        None | Some(Value::Null) => Err("currency is missing".to_owned()),
+        Some(other) => Err(format!(
+            "currency must be a string, not {}",
+            json_kind(other)
+        )),
+    };
+    let amount = match (&currency, format) {
+        (_, AmountFormat::Minor) => PositiveAmount::from_json(amount),
+        (Ok(currency), format) => PositiveAmount::from_json_as(amount, format, *currency),
+        // A decimal cannot be read without its currency's exponent; the
+        // currency's own problem is reported.
+        (Err(_), _) => return (currency, Err(String::new())),
+    }
+    .map_err(|e| e.to_string());
+    (currency, amount)
 }
 
 impl PostingFields<'_> {
@@ -151,15 +194,8 @@ impl PostingFields<'_> {
                 json_kind(other)
             )),
         };
-        let currency = match self.currency {
-            Some(Value::String(s)) => Currency::parse(s).map_err(|e| e.to_string()),
-            None | Some(Value::Null) => Err("currency is missing".to_owned()),
-            Some(other) => Err(format!(
-                "currency must be a string, not {}",
-                json_kind(other)
-            )),
-        };
-        let amount = PositiveAmount::from_json(self.amount).map_err(|e| e.to_string());
+        let (currency, amount) =
+            currency_and_amount(self.currency, self.amount, self.amount_format);
         let sequence = bounded_sequence(self.sequence);
         for result in [
             account.as_ref().err(),
@@ -167,7 +203,7 @@ impl PostingFields<'_> {
             amount.as_ref().err(),
             sequence.as_ref().err(),
         ] {
-            problems.extend(result.cloned());
+            problems.extend(result.filter(|p| !p.is_empty()).cloned());
         }
         match (account, currency, amount, sequence) {
             (Ok(account), Ok(currency), Ok(amount), Ok(sequence)) => Movement::Post(Posting {
@@ -177,6 +213,11 @@ impl PostingFields<'_> {
                 amount,
                 sequence,
                 explicit_sequence: self.explicit_sequence,
+                link: match self.payment {
+                    None => Link::None,
+                    Some(payment) if self.part => Link::PaysPart(payment),
+                    Some(payment) => Link::Pays(payment),
+                },
             }),
             (account, currency, amount, sequence) => Movement::Rejected(Rejection {
                 reason: problems.join("; "),
@@ -203,6 +244,9 @@ mod tests {
             amount: Some(amount),
             sequence: Ok(7),
             explicit_sequence: true,
+            amount_format: AmountFormat::Minor,
+            payment: None,
+            part: false,
         }
     }
 
@@ -249,7 +293,7 @@ mod tests {
                     assert!(!ok, "{sequence}");
                     assert!(r.reason.contains("+/-2^62"), "{}", r.reason);
                 }
-                Movement::None => unreachable!(),
+                Movement::None | Movement::Reverse(_) => unreachable!(),
             }
         }
     }

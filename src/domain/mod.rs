@@ -5,6 +5,7 @@
 mod currency;
 mod event;
 mod ids;
+mod link;
 mod money;
 mod ordering;
 mod status;
@@ -12,11 +13,15 @@ mod status;
 pub use currency::{Currency, CurrencyError};
 pub use event::{
     Direction, MAX_SEQUENCE, Movement, NormalisedEvent, Posting, PostingFields, Rejection,
+    SEQUENCE_FLOOR,
 };
 pub use ids::{AccountId, EventId, IdError, SourceName};
-pub use money::{AmountError, MAX_AMOUNT_MINOR, PositiveAmount, format_minor};
+pub use link::{Basis, Link, Reversal, ReversalFields, ReverseRequest, payment_ref};
+pub use money::{
+    AmountError, AmountFormat, MAX_AMOUNT_MINOR, PositiveAmount, format_minor, parse_decimal,
+};
 pub use ordering::{
-    DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, OnStale, OrderingMode, OrderingPolicy, Ranges,
-    Slot, StaleAction, contiguous_slot, missing_ranges,
+    DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, NegativeBalance, OnStale, OrderingMode,
+    OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges,
 };
 pub use status::Status;

@@ -33,6 +33,25 @@ impl OrderingMode {
     }
 }
 
+/// What happens to a debit that would take a balance below zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NegativeBalance {
+    /// Held as `rejected`, with the balance it would leave, for an operator.
+    Hold,
+    /// Applied: the balance goes below zero.
+    Allow,
+}
+
+impl NegativeBalance {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NegativeBalance::Hold => "hold",
+            NegativeBalance::Allow => "allow",
+        }
+    }
+}
+
 /// What happens to a late event of one effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

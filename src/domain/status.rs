@@ -4,7 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The balance effect was posted to the ledger.
     Applied,
@@ -20,16 +20,24 @@ pub enum Status {
     /// Parked behind a gap in a contiguous stream: applied, in order, the
     /// moment its predecessors are (or an operator skips the gap).
     Waiting,
+    /// A refund or dispute whose payment has not been credited yet: applied
+    /// in the transaction that credits the payment.
+    Unmatched,
+    /// A credit of a provider payment that another event of the scope has
+    /// credited already: recorded, never applied.
+    DuplicateEffect,
 }
 
 impl Status {
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 8] = [
         Status::Applied,
         Status::Stale,
         Status::Ignored,
         Status::Rejected,
         Status::Dismissed,
         Status::Waiting,
+        Status::Unmatched,
+        Status::DuplicateEffect,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +48,8 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Dismissed => "dismissed",
             Status::Waiting => "waiting",
+            Status::Unmatched => "unmatched",
+            Status::DuplicateEffect => "duplicate_effect",
         }
     }
 
@@ -56,7 +66,9 @@ impl fmt::Display for Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown status {0:?} (expected applied, stale, ignored, rejected, dismissed or waiting)")]
+#[error(
+    "unknown status {0:?} (expected applied, stale, ignored, rejected, dismissed, waiting, unmatched or duplicate_effect)"
+)]
 pub struct UnknownStatus(pub String);
 
 impl FromStr for Status {

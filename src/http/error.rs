@@ -37,6 +37,10 @@ pub enum ApiError {
     Forbidden(&'static str),
     #[error("{0} not found")]
     NotFound(&'static str),
+    /// A known path asked with a method it does not answer; the methods it
+    /// does, for `Allow`.
+    #[error("this path answers {0} only")]
+    MethodNotAllowed(String),
     #[error("event is {status}; this action needs a {wanted}")]
     WrongStatus {
         status: Status,
@@ -64,6 +68,7 @@ impl ApiError {
             ApiError::TooManyAttempts(_) => "too_many_attempts",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::WrongStatus { .. } => "wrong_status",
             ApiError::Conflict(_) => "conflict",
             ApiError::Unavailable => "unavailable",
@@ -114,7 +119,9 @@ impl From<OperatorError> for ApiError {
             OperatorError::NotFound => ApiError::NotFound("event"),
             OperatorError::WrongStatus(status, wanted) => ApiError::WrongStatus { status, wanted },
             OperatorError::NothingWaiting => ApiError::NotFound("waiting event"),
-            error @ OperatorError::NothingToSkip { .. } => ApiError::Conflict(error.to_string()),
+            error @ (OperatorError::NothingToSkip { .. } | OperatorError::Refused(_)) => {
+                ApiError::Conflict(error.to_string())
+            }
             OperatorError::Store(e) => e.into(),
         }
     }
@@ -129,6 +136,7 @@ impl ResponseError for ApiError {
             ApiError::BodyUnreadable | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Verification(_) | ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::WrongStatus { .. } | ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -152,6 +160,9 @@ impl ResponseError for ApiError {
             }
             ApiError::TooManyAttempts(secs) => {
                 response.insert_header((header::RETRY_AFTER, secs.to_string()));
+            }
+            ApiError::MethodNotAllowed(allow) => {
+                response.insert_header((header::ALLOW, allow.as_str()));
             }
             // The rest of the body may still be on its way: this connection
             // cannot be read further.

@@ -152,15 +152,13 @@ impl Drop for Ticket {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn gate(total: usize, per_address: Option<usize>) -> Arc<ConnectionGate> {
         ConnectionGate::new(&Limits {
-            read_timeout: Duration::from_secs(5),
             max_connections: total,
             max_connections_per_address: per_address,
+            ..Limits::default()
         })
     }
 

@@ -16,10 +16,19 @@ pub async fn healthz() -> HttpResponse {
 
 /// The database answers; 503 otherwise, so a load balancer stops routing here.
 /// Bounded so a probe gets an answer even while the pool waits for a dead
-/// database.
+/// database. The route is public and probed often, so a failure is logged
+/// within the log budget, at WARN.
 pub async fn readyz(context: Data<Context>) -> Result<HttpResponse, ApiError> {
-    tokio::time::timeout(Duration::from_secs(2), context.store.ping())
-        .await
-        .map_err(|_| ApiError::Unavailable)??;
+    let problem = match tokio::time::timeout(Duration::from_secs(2), context.store.ping()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(error.to_string()),
+        Err(_) => Some("the database did not answer within 2 s".to_owned()),
+    };
+    if let Some(problem) = problem {
+        if context.log_budget.admit("failed readiness probes", "") {
+            tracing::warn!("not ready: {problem}");
+        }
+        return Err(ApiError::Unavailable);
+    }
     Ok(HttpResponse::Ok().json(json!({"status": "ready", "database": context.store.backend()})))
 }

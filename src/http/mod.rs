@@ -2,23 +2,28 @@
 //! call a use case, and map the result.
 
 mod body;
+pub mod connection;
 pub mod deadline;
 pub mod error;
 pub mod gate;
 mod health;
+pub mod proxy;
+pub mod routes;
 mod webhook;
 
 use actix_web::web;
 
 pub use body::read_limited;
 pub use error::ApiError;
+use routes::Endpoint;
 
 /// The provider-facing and probe routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route(
-        "/webhooks/{source}",
-        web::post().to(webhook::receive_webhook),
+    cfg.service(
+        Endpoint::new("/webhooks/{source}")
+            .post(webhook::receive_webhook)
+            .finish(),
     )
-    .route("/healthz", web::get().to(health::healthz))
-    .route("/readyz", web::get().to(health::readyz));
+    .service(Endpoint::new("/healthz").get(health::healthz).finish())
+    .service(Endpoint::new("/readyz").get(health::readyz).finish());
 }

@@ -2,11 +2,12 @@
 
 use actix_web::web::{Data, Path, Payload};
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::ApiError;
 use super::body::{ActixHeaders, read_limited};
 use crate::context::Context;
+use crate::ingest::Outcome;
 use crate::receive::receive;
 
 /// Source names are at most 64 characters; an unknown one is echoed up to
@@ -15,8 +16,11 @@ const ECHOED_NAME_CHARS: usize = 64;
 
 /// 200 only after the transaction committed, with the event's stored status;
 /// `duplicate: true` for a redelivery; `released: n` when the event closed a
-/// gap and n parked events were applied after it. See README for every other
-/// status.
+/// gap (or credited a payment) and n waiting events were applied after it.
+/// A batch answers `{"events": [...]}`, one per event in body order; a kind
+/// with an acknowledgement of its own (Adyen's `[accepted]`) gets that
+/// instead, unless the request says `Accept: application/json`. See README
+/// for every other status.
 pub async fn receive_webhook(
     context: Data<Context>,
     source: Path<String>,
@@ -31,7 +35,32 @@ pub async fn receive_webhook(
         return Err(ApiError::UnknownSource(shown));
     };
     let body = read_limited(&request, payload, context.max_body_bytes).await?;
-    let outcome = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
+    let received = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
+    // A kind's own acknowledgement, unless the client asks for JSON by
+    // name (`hookledger send` and tests do, to see each event's status).
+    if let Some((content_type, ack)) = source.provider.acknowledgement()
+        && !wants_json(&request)
+    {
+        return Ok(HttpResponse::Ok().content_type(content_type).body(ack));
+    }
+    let answers: Vec<Value> = received.outcomes.iter().map(answer).collect();
+    Ok(
+        HttpResponse::Ok().json(match <[Value; 1]>::try_from(answers) {
+            Ok([one]) => one,
+            Err(many) => json!({ "events": many }),
+        }),
+    )
+}
+
+fn wants_json(request: &HttpRequest) -> bool {
+    request
+        .headers()
+        .get_all(actix_web::http::header::ACCEPT)
+        .any(|accept| accept.as_bytes() == b"application/json")
+}
+
+/// One event's part of the answer.
+fn answer(outcome: &Outcome) -> Value {
     let mut answer = json!({
         "status": outcome.status,
         "duplicate": outcome.duplicate,
@@ -40,5 +69,5 @@ pub async fn receive_webhook(
     if outcome.released > 0 {
         answer["released"] = json!(outcome.released);
     }
-    Ok(HttpResponse::Ok().json(answer))
+    answer
 }

@@ -52,7 +52,12 @@ pub(super) async fn decide(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Deci
             };
             let own_currency = Some(posted.posting.currency.code());
             let prepared = release::prepare(tx, &release, sequence, own_currency).await?;
-            posted.apply(tx).await?;
+            let own = posted.post(tx, false).await?;
+            if own.status != Status::Applied {
+                // Not applied (its balance would leave the supported range):
+                // the number stays free and the stream waits there.
+                return Ok(own);
+            }
             let released = release::run(tx, &release, &prepared).await?;
             tx.set_guard(source, account, released.guard, posted.now)
                 .await?;

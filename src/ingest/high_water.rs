@@ -1,26 +1,32 @@
 //! `ordering = "high-water"`: the guard is the highest sequence applied per
 //! (source, account). An event at or above it applies and moves it up (equal
 //! sequences are normal: two events in the same second); one below it is
-//! late and goes to [`late::decide`].
+//! late and goes to [`late::decide`]. The guard row is locked first and moved
+//! only once the posting is applied: a posting [`settle`](super::settle)
+//! refuses (a refund larger than its payment has left, say) leaves it where
+//! it was.
 
 use super::{Decided, Posted, late};
-use crate::domain::Status;
+use crate::domain::{SEQUENCE_FLOOR, Status};
 use crate::store::{StoreError, WriteTx};
 
 pub(super) async fn decide(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Decided, StoreError> {
-    let source = posted.source.name.as_str();
+    // The guard of the source the event belongs to (see `Posted`).
+    let source = posted.recorded_by;
     let account = posted.account();
-    let in_order = tx
-        .advance_guard(source, account, posted.posting.sequence, posted.now)
-        .await?;
-    if in_order {
-        posted.apply(tx).await?;
-        return Ok(Decided::status(Status::Applied));
-    }
-    // advance_guard left the row locked, so this reads the value it tested.
+    let sequence = posted.posting.sequence;
+    // Locked until commit: every decision on this account waits here.
     let guard = tx
-        .guard_sequence(source, account)
-        .await?
-        .unwrap_or_default();
-    late::decide(tx, posted, guard, "").await
+        .lock_guard(source, account, SEQUENCE_FLOOR, posted.now)
+        .await?;
+    if sequence < guard {
+        return late::decide(tx, posted, guard, "").await;
+    }
+    let decided = posted.post(tx, false).await?;
+    if decided.status == Status::Applied {
+        tx.advance_guard(source, account, sequence, posted.now)
+            .await?;
+    }
+    // After the guard moved: what this credit releases is decided against it.
+    posted.release_by_payment(tx, decided).await
 }

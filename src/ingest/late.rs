@@ -21,25 +21,24 @@ pub(super) async fn decide(
         .ordering
         .on_stale
         .for_direction(posted.posting.direction);
-    let status = match action {
+    match action {
         StaleAction::Apply => {
             let reason = format!("applied out of order: sequence {sequence} below {guard}{note}");
             posted
                 .set_status(tx, Status::Applied, &reason, true)
                 .await?;
-            posted.apply(tx).await?;
-            Status::Applied
+            let decided = posted.post(tx, true).await?;
+            posted.release_by_payment(tx, decided).await
         }
         StaleAction::Hold => {
             let reason = format!(
                 "out of order: sequence {sequence} is below {guard}, already applied for this account{note}"
             );
             posted.set_status(tx, Status::Stale, &reason, true).await?;
-            Status::Stale
+            Ok(Decided {
+                late: true,
+                ..Decided::status(Status::Stale)
+            })
         }
-    };
-    Ok(Decided {
-        late: true,
-        ..Decided::status(status)
-    })
+    }
 }

@@ -1,17 +1,27 @@
-//! The use case at the heart of hookledger: one verified, normalised event ->
-//! ONE database transaction -> an [`Outcome`]. This module and its children
-//! are the only place that decides an event's status.
+//! The use case at the heart of hookledger: verified, normalised events ->
+//! ONE database transaction -> an [`Outcome`] per event. This module and its
+//! children are the only place that decides an event's status.
 //!
-//! Per delivery, in one transaction:
-//! 1. insert the intent for (source, event_id), or count a redelivery (and a
-//!    conflict if the body differs) and stop: a duplicate has no other effect;
+//! Per event, in the delivery's transaction (a batch, as Adyen sends, is
+//! several events in one):
+//! 1. insert the intent for (scope, event_id), or count a redelivery (and a
+//!    conflict if the body differs) and stop: a duplicate has no other effect
+//!    (the scope is the source's, or shared by the sources of a kind whose
+//!    ids are provider-wide: one event sent to two endpoints applies once);
 //! 2. an event with no balance effect is `ignored`; one whose effect cannot be
 //!    applied is `rejected` (held);
-//! 3. the source's ordering policy decides against the per-(source, account)
+//! 3. a refund or dispute is matched to its payment ([`reverse`]): `unmatched`
+//!    until the payment is credited, then an ordinary posting on the
+//!    payment's account;
+//! 4. the source's ordering policy decides against the per-(source, account)
 //!    sequence guard: [`high_water`] (apply in order, late events by
 //!    `on_stale`) or [`contiguous`] (apply the next number and release what
 //!    waited behind it, park later numbers);
-//! 4. the balance changes and the ledger entry is written.
+//! 5. [`settle`] checks what the posting may do (a payment credited once, a
+//!    refund within what its payment has left, `negative_balance`) and posts
+//!    the balance change and the ledger entry, or refuses and the event gets
+//!    a status with the reason (a second credit of one payment is
+//!    `duplicate_effect`, never applied).
 //!
 //! The intent is inserted as `applied` for a posting and corrected in the same
 //! transaction when the decision is another, which saves the common path a
@@ -21,14 +31,20 @@ mod contiguous;
 mod high_water;
 mod late;
 pub(crate) mod release;
+mod reverse;
+pub(crate) mod settle;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{EventId, Movement, NormalisedEvent, OrderingMode, Posting, Status};
+use crate::domain::{
+    Basis, EventId, Link, Movement, NormalisedEvent, OrderingMode, Posting, Status,
+};
 use crate::source::Source;
 use crate::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store, StoreError, WriteTx};
+use settle::{Settle, SettleLink, Settled};
 
 pub use release::{Released, drain_account};
+pub use reverse::release_unmatched;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -46,9 +62,10 @@ pub struct Outcome {
     pub backlog: bool,
 }
 
-/// The raw delivery the event was mapped from.
+/// The raw delivery the events were mapped from.
 pub struct RawDelivery<'a> {
-    pub payload: &'a str,
+    /// The exact bytes received.
+    pub payload: &'a [u8],
     pub payload_sha256: &'a str,
     pub received_at: DateTime<Utc>,
 }
@@ -73,13 +90,22 @@ impl Decided {
     }
 }
 
-/// A posting being decided: the new intent and what it asks of a balance.
-struct Posted<'a> {
-    intent_id: i64,
-    source: &'a Source,
-    event: &'a NormalisedEvent,
-    posting: &'a Posting,
-    now: DateTime<Utc>,
+/// A posting being decided: its intent and what it asks of a balance.
+pub(crate) struct Posted<'a> {
+    pub intent_id: i64,
+    /// The source deciding: its ordering policy.
+    pub source: &'a Source,
+    /// The source the intent row belongs to, whose sequence guard and
+    /// ledger entry it takes: the deciding one, or for a reversal released
+    /// by a credit another source of the scope received, the one that
+    /// received the reversal.
+    pub recorded_by: &'a str,
+    pub event_id: &'a str,
+    pub object_id: Option<&'a str>,
+    pub posting: &'a Posting,
+    /// For a running-total reversal, the provider's total.
+    pub reversal_total: Option<i64>,
+    pub now: DateTime<Utc>,
 }
 
 impl Posted<'_> {
@@ -87,19 +113,82 @@ impl Posted<'_> {
         self.posting.account.as_str()
     }
 
-    /// Posts this event's own effect.
-    async fn apply(&self, tx: &mut WriteTx) -> Result<i64, StoreError> {
-        let entry = LedgerPosting {
-            intent_id: self.intent_id,
-            source: self.source.name.as_str(),
-            event_id: self.event.event_id.as_str(),
-            account_id: self.account(),
-            currency: self.posting.currency.code(),
-            amount_minor: self.posting.signed_amount(),
-            object_id: self.event.object_id.as_deref(),
-            operator_applied: false,
+    fn settle_link(&self) -> SettleLink<'_> {
+        match &self.posting.link {
+            Link::None => SettleLink::None,
+            Link::Pays(payment) => SettleLink::Pays {
+                payment,
+                part: false,
+            },
+            Link::PaysPart(payment) => SettleLink::Pays {
+                payment,
+                part: true,
+            },
+            Link::Reverses(reversal) => SettleLink::Reverses {
+                payment: &reversal.payment_ref,
+                total: self.reversal_total,
+                undoes: reversal.undoes.as_deref(),
+            },
+        }
+    }
+
+    /// Posts this event's own effect, or records why it may not: the event
+    /// ends `applied`, or held (`rejected`) or `ignored` with the reason.
+    /// `late` marks an event below its account's guard.
+    async fn post(&self, tx: &mut WriteTx, late: bool) -> Result<Decided, StoreError> {
+        let negative_balance = match self.source.ordering.mode {
+            // An ordered stream is applied as the sender numbered it.
+            OrderingMode::Contiguous => crate::domain::NegativeBalance::Allow,
+            OrderingMode::HighWater => self.source.negative_balance,
         };
-        post_to_ledger(tx, &entry, self.now).await
+        let settle = Settle {
+            scope: &self.source.scope,
+            entry: LedgerPosting {
+                intent_id: self.intent_id,
+                source: self.recorded_by,
+                event_id: self.event_id,
+                account_id: self.account(),
+                currency: self.posting.currency.code(),
+                amount_minor: self.posting.signed_amount(),
+                object_id: self.object_id,
+                operator_applied: false,
+            },
+            link: self.settle_link(),
+            negative_balance,
+        };
+        match settle::settle(tx, &settle, self.now).await? {
+            Settled::Posted { .. } => Ok(Decided {
+                late,
+                ..Decided::status(Status::Applied)
+            }),
+            Settled::Refused { status, reason } => {
+                self.set_status(tx, status, &reason, late).await?;
+                Ok(Decided {
+                    late,
+                    ..Decided::status(status)
+                })
+            }
+        }
+    }
+
+    /// A payment's credit, once applied, applies the refunds and disputes
+    /// that arrived before it (in the same transaction).
+    async fn release_by_payment(
+        &self,
+        tx: &mut WriteTx,
+        decided: Decided,
+    ) -> Result<Decided, StoreError> {
+        match self.posting.link.paid() {
+            Some((payment, _)) if decided.status == Status::Applied => {
+                let released =
+                    reverse::release_unmatched(tx, self.source, payment, self.now).await?;
+                Ok(Decided {
+                    released: decided.released + released,
+                    ..decided
+                })
+            }
+            _ => Ok(decided),
+        }
     }
 
     /// Corrects the new intent's status (inserted as `applied`).
@@ -118,41 +207,42 @@ impl Posted<'_> {
         self.set_status(tx, Status::Rejected, reason, false).await?;
         Ok(Decided::status(Status::Rejected))
     }
-}
 
-pub async fn ingest(
-    store: &Store,
-    source: &Source,
-    event: &NormalisedEvent,
-    raw: &RawDelivery<'_>,
-) -> Result<Outcome, StoreError> {
-    match (
-        run(store, source, event, &event.movement, raw).await,
-        &event.movement,
-    ) {
-        (Err(StoreError::BalanceLimit { .. }), Movement::Post(posting)) => {
-            // The whole transaction rolled back. Record the event as rejected
-            // instead, so it is held for an operator rather than answered 500
-            // and retried until the provider gives up.
-            let reason = "the balance would leave the supported range (±2^62 minor units)";
-            let held = Movement::Rejected(posting.reject(reason));
-            run(store, source, event, &held, raw).await
+    /// The source's ordering decision for this posting.
+    async fn decide(&self, tx: &mut WriteTx) -> Result<Decided, StoreError> {
+        match self.source.ordering.mode {
+            OrderingMode::HighWater => high_water::decide(tx, self).await,
+            OrderingMode::Contiguous => contiguous::decide(tx, self).await,
         }
-        (outcome, _) => outcome,
     }
 }
 
-/// One attempt: the transaction for `event` with `movement`.
-async fn run(
+/// Stores and decides every event of one delivery in one transaction.
+pub async fn ingest(
     store: &Store,
     source: &Source,
-    event: &NormalisedEvent,
-    movement: &Movement,
+    events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
-) -> Result<Outcome, StoreError> {
-    let now = raw.received_at;
+) -> Result<Vec<Outcome>, StoreError> {
+    let mut tx = store.begin().await?;
+    let mut outcomes = Vec::with_capacity(events.len());
+    for event in events {
+        outcomes.push(run(&mut tx, source, event, raw).await?);
+    }
+    tx.commit().await?;
+    Ok(outcomes)
+}
+
+/// The intent row a new event starts as.
+fn new_intent<'a>(
+    source: &'a Source,
+    event: &'a NormalisedEvent,
+    raw: &'a RawDelivery<'_>,
+    payload: (&'a [u8], &'a str),
+) -> NewIntent<'a> {
     let mut intent = NewIntent {
         source: source.name.as_str(),
+        scope: source.scope.as_str(),
         event_id: event.event_id.as_str(),
         event_type: &event.event_type,
         status: Status::Ignored,
@@ -163,11 +253,16 @@ async fn run(
         object_id: event.object_id.as_deref(),
         sequence: None,
         occurred_at: event.occurred_at,
-        payload_sha256: raw.payload_sha256,
-        payload: raw.payload,
-        received_at: now,
+        payload_sha256: payload.1,
+        payload: payload.0,
+        received_at: raw.received_at,
+        payment_ref: None,
+        reversal: None,
+        reversal_total: None,
+        undoes: None,
+        partial: false,
     };
-    match movement {
+    match &event.movement {
         Movement::None => {}
         Movement::Rejected(rejection) => {
             intent.status = Status::Rejected;
@@ -183,8 +278,44 @@ async fn run(
             intent.currency = Some(posting.currency.code());
             intent.amount_minor = Some(posting.signed_amount());
             intent.sequence = Some(posting.sequence);
+            if let Some((payment, part)) = posting.link.paid() {
+                intent.payment_ref = Some(payment);
+                intent.partial = part;
+            }
+        }
+        Movement::Reverse(request) => {
+            intent.status = Status::Unmatched;
+            intent.account_id = request.account.as_ref().map(|a| a.as_str());
+            intent.currency = Some(request.currency.code());
+            intent.amount_minor = Some(request.signed_amount());
+            intent.sequence = Some(request.sequence);
+            intent.payment_ref = Some(&request.reversal.payment_ref);
+            intent.reversal = Some(request.reversal.basis.as_str());
+            intent.reversal_total =
+                (request.reversal.basis == Basis::Total).then(|| request.amount.minor());
+            intent.undoes = request.reversal.undoes.as_deref();
         }
     }
+    intent
+}
+
+/// One event, inside the delivery's transaction.
+async fn run(
+    tx: &mut WriteTx,
+    source: &Source,
+    event: &NormalisedEvent,
+    raw: &RawDelivery<'_>,
+) -> Result<Outcome, StoreError> {
+    let now = raw.received_at;
+    let own_sha256;
+    let payload = match &event.payload {
+        Some(item) => {
+            own_sha256 = crate::receive::sha256_hex(item.as_bytes());
+            (item.as_bytes(), own_sha256.as_str())
+        }
+        None => (raw.payload, raw.payload_sha256),
+    };
+    let intent = new_intent(source, event, raw, payload);
     let outcome = |decided: Decided, duplicate, conflict| Outcome {
         event_id: event.event_id.clone(),
         status: decided.status,
@@ -194,37 +325,41 @@ async fn run(
         released: decided.released,
         backlog: decided.backlog,
     };
-
-    let mut tx = store.begin().await?;
     let intent_id = match tx.insert_intent(&intent).await? {
         IntentUpsert::Duplicate { status, conflict } => {
-            tx.commit().await?;
             return Ok(outcome(Decided::status(status), true, conflict));
         }
         IntentUpsert::Inserted { intent_id } => intent_id,
     };
-    let decided = match movement {
+    let decided = match &event.movement {
         Movement::None => Decided::status(Status::Ignored),
         Movement::Rejected(_) => Decided::status(Status::Rejected),
         Movement::Post(posting) => {
             let posted = Posted {
                 intent_id,
                 source,
-                event,
+                recorded_by: source.name.as_str(),
+                event_id: event.event_id.as_str(),
+                object_id: event.object_id.as_deref(),
                 posting,
+                reversal_total: None,
                 now,
             };
-            match source.ordering.mode {
-                OrderingMode::HighWater => high_water::decide(&mut tx, &posted).await?,
-                OrderingMode::Contiguous => contiguous::decide(&mut tx, &posted).await?,
+            if let Some((payment, _)) = posting.link.paid() {
+                // Before the guard: lock order intent -> payment -> guard.
+                tx.lock_payment(&source.scope, payment, now).await?;
             }
+            posted.decide(tx).await?
+        }
+        Movement::Reverse(request) => {
+            reverse::decide(tx, source, event, intent_id, request, now).await?
         }
     };
-    tx.commit().await?;
     Ok(outcome(decided, false, false))
 }
 
 /// A balance movement about to be posted, by ingest, a release or an operator.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct LedgerPosting<'a> {
     pub intent_id: i64,
     pub source: &'a str,
@@ -239,9 +374,12 @@ pub(crate) struct LedgerPosting<'a> {
 
 /// Changes the balance and writes the ledger entry, inside the caller's
 /// transaction. Returns the balance after the posting.
+/// `credits_payment` names the payment row a whole credit pays (the
+/// ledger's unique key on it is the permanent one-credit-per-payment guard).
 pub(crate) async fn post_to_ledger(
     tx: &mut WriteTx,
     posting: &LedgerPosting<'_>,
+    credits_payment: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
     let balance_after_minor = tx
@@ -254,6 +392,7 @@ pub(crate) async fn post_to_ledger(
         .await?;
     tx.insert_ledger_entry(&NewLedgerEntry {
         intent_id: posting.intent_id,
+        credits_payment,
         source: posting.source,
         event_id: posting.event_id,
         account_id: posting.account_id,

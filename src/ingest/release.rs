@@ -280,7 +280,8 @@ async fn apply(
         object_id: event.object_id.as_deref(),
         operator_applied: false,
     };
-    match post_to_ledger(tx, &posting, release.now).await {
+    // A contiguous stream links no payments (config refuses it).
+    match post_to_ledger(tx, &posting, None, release.now).await {
         Ok(_) => Ok(Applied::Yes),
         // The balance statement matched no row and changed nothing; the
         // transaction is intact, and the event is held instead of applied.

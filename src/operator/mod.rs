@@ -9,8 +9,10 @@ pub use skip_gap::{SkipOutcome, SkipRequest, skip_gap};
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::Status;
-use crate::ingest::{LedgerPosting, post_to_ledger};
+use crate::domain::{NegativeBalance, SEQUENCE_FLOOR, Status};
+use crate::ingest::settle::{Settle, SettleLink, Settled, settle};
+use crate::ingest::{LedgerPosting, release_unmatched};
+use crate::source::Source;
 use crate::store::{Claimed, NewAudit, Store, StoreError, WriteTx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +41,14 @@ impl Action {
             Action::Apply => &[Status::Stale],
             // A waiting event an operator dismisses leaves its number free:
             // the stream waits there until the number arrives or is skipped.
-            Action::Dismiss => &[Status::Stale, Status::Rejected, Status::Waiting],
+            // An unmatched refund dismissed is never applied, even if its
+            // payment is credited later.
+            Action::Dismiss => &[
+                Status::Stale,
+                Status::Rejected,
+                Status::Waiting,
+                Status::Unmatched,
+            ],
         }
     }
 
@@ -63,6 +72,10 @@ pub enum OperatorError {
         "nothing to skip through sequence {through}: the account waits for sequence {next_expected} now; reload the gap and confirm what is missing"
     )]
     NothingToSkip { through: i64, next_expected: i64 },
+    /// Applying it now would break a rule (a refund beyond what its payment
+    /// has left, a balance below zero); nothing changed.
+    #[error("cannot apply: {0}")]
+    Refused(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -78,6 +91,9 @@ pub struct ActionOutcome {
 pub struct Request<'a> {
     pub action: Action,
     pub source: &'a str,
+    /// The source as configured, if it still is: its negative-balance
+    /// policy, and what a credited payment releases.
+    pub configured: Option<&'a Source>,
     pub event_id: &'a str,
     pub actor: &'a str,
     pub note: Option<&'a str>,
@@ -90,7 +106,7 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
         // Dropping the transaction rolls it back; nothing was written.
         let wanted = match request.action {
             Action::Apply => "stale event",
-            Action::Dismiss => "stale, rejected or waiting event",
+            Action::Dismiss => "stale, rejected, waiting or unmatched event",
         };
         return Err(
             match tx.intent_status(request.source, request.event_id).await? {
@@ -101,27 +117,7 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
     };
     let balance_after_minor = match request.action {
         Action::Dismiss => None,
-        Action::Apply => {
-            let corrupt = || {
-                StoreError::Corrupt(format!(
-                    "stale event {} lacks its posting",
-                    request.event_id
-                ))
-            };
-            let posting = LedgerPosting {
-                intent_id: claimed.intent_id,
-                source: request.source,
-                event_id: request.event_id,
-                account_id: claimed.account_id.as_deref().ok_or_else(corrupt)?,
-                currency: claimed.currency.as_deref().ok_or_else(corrupt)?,
-                amount_minor: claimed.amount_minor.ok_or_else(corrupt)?,
-                object_id: claimed.object_id.as_deref(),
-                operator_applied: true,
-            };
-            // The sequence guard is deliberately left alone: it records the
-            // newest event applied in order, and this one is older.
-            Some(post_to_ledger(&mut tx, &posting, request.now).await?)
-        }
+        Action::Apply => Some(apply(&mut tx, request, &claimed).await?),
     };
     tx.insert_audit(&NewAudit {
         action: request.action.as_str(),
@@ -141,6 +137,81 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
         previous_status,
         balance_after_minor,
     })
+}
+
+/// Posts a claimed stale event once, marked operator-applied, with the
+/// same checks ingest makes (but `negative_balance`: a person decided);
+/// refused, the whole action rolls back. The sequence guard records the
+/// newest event applied: a late event leaves it alone, and one held for
+/// another reason that is newer moves it up.
+async fn apply(
+    tx: &mut WriteTx,
+    request: &Request<'_>,
+    claimed: &Claimed,
+) -> Result<i64, OperatorError> {
+    let corrupt = || {
+        StoreError::Corrupt(format!(
+            "stale event {} lacks its posting",
+            request.event_id
+        ))
+    };
+    let account_id = claimed.account_id.as_deref().ok_or_else(corrupt)?;
+    let link = match (&claimed.payment_ref, &claimed.reversal) {
+        (None, _) => SettleLink::None,
+        (Some(payment), None) => SettleLink::Pays {
+            payment,
+            part: claimed.partial,
+        },
+        (Some(payment), Some(_)) => SettleLink::Reverses {
+            payment,
+            total: claimed.reversal_total,
+            undoes: claimed.undoes.as_deref(),
+        },
+    };
+    let posting = Settle {
+        scope: &claimed.scope,
+        entry: LedgerPosting {
+            intent_id: claimed.intent_id,
+            source: request.source,
+            event_id: request.event_id,
+            account_id,
+            currency: claimed.currency.as_deref().ok_or_else(corrupt)?,
+            amount_minor: claimed.amount_minor.ok_or_else(corrupt)?,
+            object_id: claimed.object_id.as_deref(),
+            operator_applied: true,
+        },
+        link,
+        // A person decided: a debit held for the balance it would leave is
+        // applied if they say so (a refund the provider has paid out must
+        // be postable). Every other check still holds.
+        negative_balance: NegativeBalance::Allow,
+    };
+    // Lock order as in ingest: payment -> guard -> balance.
+    if let SettleLink::Pays { payment, .. } | SettleLink::Reverses { payment, .. } = link {
+        tx.lock_payment(&claimed.scope, payment, request.now)
+            .await?;
+    }
+    let guard = tx
+        .lock_guard(request.source, account_id, SEQUENCE_FLOOR, request.now)
+        .await?;
+    match settle(tx, &posting, request.now).await? {
+        Settled::Posted { balance_after } => {
+            // An event held for another reason than lateness (a reversal
+            // that waited, a balance it would have overdrawn) may be newer
+            // than the guard: the guard follows it, as it would have.
+            if let Some(sequence) = claimed.event_sequence
+                && sequence > guard
+            {
+                tx.advance_guard(request.source, account_id, sequence, request.now)
+                    .await?;
+            }
+            if let (SettleLink::Pays { payment, .. }, Some(source)) = (link, request.configured) {
+                release_unmatched(tx, source, payment, request.now).await?;
+            }
+            Ok(balance_after)
+        }
+        Settled::Refused { reason, .. } => Err(OperatorError::Refused(reason)),
+    }
 }
 
 async fn claim(

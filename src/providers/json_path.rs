@@ -1,6 +1,7 @@
 //! Dotted paths into a JSON document (`data.object.metadata.account_id`), as
 //! configured per source. Segments are object keys; an all-digit segment also
-//! indexes an array.
+//! indexes an array; `[key=value]` picks the first array element whose
+//! `key` is the string `value` (Shopify's `note_attributes.[name=account_id].value`).
 
 use std::fmt;
 
@@ -31,18 +32,33 @@ impl JsonPath {
     }
 
     pub fn lookup<'v>(&self, root: &'v Value) -> Option<&'v Value> {
-        self.text
-            .split('.')
-            .try_fold(root, |value, segment| match value {
-                Value::Object(map) => map.get(segment),
-                Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            })
+        lookup(root, &self.text)
     }
 
     pub fn as_str(&self) -> &str {
         &self.text
     }
+}
+
+/// One step of a path.
+fn step<'v>(value: &'v Value, segment: &str) -> Option<&'v Value> {
+    let selector = segment
+        .strip_prefix('[')
+        .and_then(|s| s.strip_suffix(']'))
+        .and_then(|s| s.split_once('='));
+    match (value, selector) {
+        (Value::Array(items), Some((key, wanted))) => items
+            .iter()
+            .find(|item| item.get(key).and_then(Value::as_str) == Some(wanted)),
+        (Value::Object(map), None) => map.get(segment),
+        (Value::Array(items), None) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    }
+}
+
+/// The value at a dotted path, if there is one.
+pub(crate) fn lookup<'v>(root: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(root, step)
 }
 
 impl fmt::Display for JsonPath {
@@ -72,6 +88,18 @@ mod tests {
                 .lookup(&doc),
             None
         );
+    }
+
+    #[test]
+    fn a_selector_picks_the_array_element_by_one_of_its_fields() {
+        let order = json!({"note_attributes": [
+            {"name": "colour", "value": "red"},
+            {"name": "account_id", "value": "acct_7"}
+        ]});
+        let path = JsonPath::parse("note_attributes.[name=account_id].value").unwrap();
+        assert_eq!(path.lookup(&order), Some(&json!("acct_7")));
+        let missing = JsonPath::parse("note_attributes.[name=nope].value").unwrap();
+        assert_eq!(missing.lookup(&order), None);
     }
 
     #[test]

@@ -1,26 +1,65 @@
 //! Source kinds. Each provider module is pure (no I/O, no actix, no sqlx):
 //! it verifies a delivery's signature over the raw bytes, maps the provider's
-//! JSON into a [`NormalisedEvent`], and can sign a sample event the way the
-//! provider would (for `hookledger send` and the tests).
+//! JSON into [`NormalisedEvent`]s through its [`Rule`]s, and can sign a
+//! sample event the way the provider would (for `hookledger send` and the
+//! tests).
 //!
 //! Adding a provider is one new file here plus one line in [`REGISTRY`].
 
+mod adyen;
+mod checkout;
+mod coinbase;
+mod delivery;
+mod fields;
+pub mod generic_hmac;
+mod header_tag;
 pub(crate) mod hmac_sha256;
 mod json_path;
+mod lemonsqueezy;
+mod mollie;
+mod paddle;
+mod paypal;
+mod paystack;
+mod polar;
+mod razorpay;
+mod rules;
+mod shopify;
+mod square;
 mod standard_webhooks;
 mod strict_json;
 mod stripe;
+#[cfg(test)]
+mod testing;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::domain::{EventId, IdError, NormalisedEvent};
+use crate::domain::{AmountFormat, IdError, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 
+pub use delivery::{Delivery, HeaderPairs, HeaderSource};
 pub use json_path::{JsonPath, JsonPathError};
+pub use rules::{Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event};
+pub use strict_json::Ambiguity;
 
 /// Every source kind hookledger knows, by its config name.
-static REGISTRY: &[&dyn Provider] = &[&stripe::Stripe, &standard_webhooks::StandardWebhooks];
+static REGISTRY: &[&dyn Provider] = &[
+    &stripe::Stripe,
+    &standard_webhooks::StandardWebhooks,
+    &paddle::Paddle,
+    &adyen::Adyen,
+    &paypal::PayPal,
+    &generic_hmac::GenericHmac,
+    &square::Square,
+    &checkout::Checkout,
+    &coinbase::Coinbase,
+    &mollie::Mollie,
+    &paystack::Paystack,
+    &shopify::Shopify,
+    &razorpay::Razorpay,
+    &lemonsqueezy::LemonSqueezy,
+    &polar::Polar,
+];
 
 pub fn provider_for(kind: &str) -> Option<&'static dyn Provider> {
     REGISTRY.iter().copied().find(|p| p.kind() == kind)
@@ -34,11 +73,16 @@ pub trait Provider: Sync + 'static {
     /// The `kind` value in the config.
     fn kind(&self) -> &'static str;
 
-    /// The replay window the provider's own SDK uses.
+    /// The replay window the provider's own SDK uses; 0 where the scheme
+    /// signs no time.
     fn default_tolerance_secs(&self) -> u64;
 
-    /// Where the customer account id lives in this provider's payload.
+    /// Where the customer account id lives in this provider's payload: the
+    /// provider's own metadata or custom-data field.
     fn default_account_path(&self) -> &'static str;
+
+    /// The event types this kind maps, and how.
+    fn rules(&self) -> &'static [Rule];
 
     /// Whether an event of this kind can carry the sender's own sequence
     /// number (needed by `ordering = "contiguous"`). Kinds that only have an
@@ -47,70 +91,118 @@ pub trait Provider: Sync + 'static {
         false
     }
 
-    /// Turns a configured secret into HMAC key bytes, or says why it cannot.
-    fn key_from_secret(&self, secret: &Secret) -> Result<KeyBytes, String>;
+    /// Whether the intent keys of this kind (its event ids, and the object
+    /// ids its rules key by) are unique across the whole provider, not
+    /// only within one account or endpoint. Then every source of the kind
+    /// shares one scope by default (the kind's name), so the same event
+    /// sent to two endpoints applies once; otherwise each source is its own
+    /// scope. Say yes only with the provider's word for it.
+    fn global_ids(&self) -> bool {
+        false
+    }
+
+    /// Whether the kind verifies with certificates configured per source
+    /// (`certificates`, PEM files) instead of shared secrets (PayPal).
+    fn verifies_with_certificates(&self) -> bool {
+        false
+    }
+
+    /// What the kind needs configured besides secrets (Square's
+    /// notification URL, say), checked at start-up.
+    fn check_settings(&self, _settings: &KindSettings) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// The key bytes a configured secret stands for. Usually one; Polar's
+    /// secrets have two possible derivations and both are tried. By default
+    /// the secret's UTF-8 bytes as written (`utf8_key`), as most providers
+    /// key their HMAC; kinds that decode their secrets (hex, base64, PEM)
+    /// override it.
+    fn keys_from_secret(&self, secret: &Secret) -> Result<Vec<KeyBytes>, String> {
+        Ok(vec![utf8_key(secret)?])
+    }
 
     /// Checks the signature over the exact raw body, in constant time,
-    /// against every configured key (rotation), within `tolerance_secs` of
-    /// `now` in either direction where the scheme signs a timestamp.
+    /// against every key (rotation), within the tolerance of `now` in either
+    /// direction where the scheme signs a timestamp.
     fn verify(
         &self,
         delivery: &Delivery<'_>,
         keys: &[KeyBytes],
-        tolerance_secs: u64,
+        policy: &VerifyPolicy<'_>,
         now: DateTime<Utc>,
     ) -> Result<Verified, VerifyError>;
 
-    /// Maps the (already verified) JSON into a normalised event.
+    /// Maps the (verified) JSON into its events: one, or for a kind that
+    /// batches (Adyen) several, each its own intent.
     fn normalise(
         &self,
         verified: &Verified,
+        delivery: &Delivery<'_>,
         payload: &Value,
         mapping: &Mapping,
-    ) -> Result<NormalisedEvent, MapError>;
+    ) -> Result<Vec<NormalisedEvent>, MapError>;
 
-    /// The headers the provider would send with `body`.
-    fn sign(
-        &self,
-        key: &KeyBytes,
-        body: &[u8],
-        event_id: &str,
-        timestamp: i64,
-    ) -> Vec<(&'static str, String)>;
+    /// The body a successful delivery is answered with, where the provider
+    /// expects one of its own: (content type, body).
+    fn acknowledgement(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
+
+    /// Signs `body` as the provider would; a kind that signs inside the body
+    /// (Adyen) returns it changed.
+    fn sign(&self, key: &KeyBytes, unsigned: Unsigned<'_>) -> SignedParts;
 
     /// A body the provider could send for `sample`, in its own format.
     fn sample_body(&self, sample: &Sample) -> Vec<u8>;
 }
 
-/// Read access to request headers, so providers need no HTTP framework.
-pub trait HeaderSource {
-    /// The header's value, if present and valid visible ASCII. Names are
-    /// case-insensitive.
-    fn header(&self, name: &str) -> Option<&str>;
+/// Per-source settings some kinds need besides their secrets.
+#[derive(Debug, Clone, Default)]
+pub struct KindSettings {
+    /// Square signs the notification URL exactly as registered with it.
+    pub notification_url: Option<String>,
+    /// PayPal signs this endpoint's webhook id.
+    pub webhook_id: Option<String>,
+    /// generic-hmac: the signature scheme, from the source's config.
+    pub generic: Option<generic_hmac::Scheme>,
 }
 
-/// Headers as plain (name, value) pairs: for tests and the CLI.
-pub struct HeaderPairs<'a>(pub &'a [(&'a str, &'a str)]);
-
-impl HeaderSource for HeaderPairs<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| *v)
-    }
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SettingsError {
+    /// The config key at fault (`notification_url`).
+    pub key: &'static str,
+    pub message: String,
 }
 
-/// One incoming request, as the provider sees it.
-pub struct Delivery<'a> {
-    pub headers: &'a dyn HeaderSource,
-    pub body: &'a [u8],
+/// How a source verifies.
+pub struct VerifyPolicy<'a> {
+    pub tolerance_secs: u64,
+    pub settings: &'a KindSettings,
+}
+
+/// What to sign: a body for an event, at a time.
+pub struct Unsigned<'a> {
+    pub body: Vec<u8>,
+    pub event_id: &'a str,
+    pub timestamp: i64,
+    pub settings: &'a KindSettings,
+}
+
+/// A signed request: the body (changed only where the kind signs inside
+/// it) and the headers to send with it.
+#[derive(Debug, Clone)]
+pub struct SignedParts {
+    pub body: Vec<u8>,
+    pub headers: Vec<(&'static str, String)>,
 }
 
 /// What a successful verification proved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {
-    /// Position of the configured secret that verified (never the secret).
+    /// Position of the key that verified (the source maps it to the
+    /// configured secret; never the secret).
     pub key_index: usize,
     /// The signed timestamp, where the scheme signs one.
     pub timestamp: Option<i64>,
@@ -118,10 +210,43 @@ pub struct Verified {
     pub event_id: Option<String>,
 }
 
-/// Per-source mapping options (from the config, with provider defaults).
+/// Per-source mapping options: the kind's defaults, overridden by the
+/// source's config.
 #[derive(Debug, Clone)]
 pub struct Mapping {
     pub account_path: JsonPath,
+    pub amount_path: Option<JsonPath>,
+    /// How the amount at `amount_path` is written (with an amount path of
+    /// the source's own; else the kind's rule says).
+    pub amount_format: Option<AmountFormat>,
+    pub currency_path: Option<JsonPath>,
+    pub sequence_path: Option<JsonPath>,
+    pub object_path: Option<JsonPath>,
+    /// Types that credit, replacing the kind's list.
+    pub credit_types: Option<Vec<String>>,
+    /// Types that debit, replacing the kind's list.
+    pub debit_types: Option<Vec<String>>,
+    /// generic-hmac: where the event id and type are.
+    pub event_id_path: Option<JsonPath>,
+    pub type_path: Option<JsonPath>,
+}
+
+impl Mapping {
+    /// The kind's defaults only.
+    pub fn with_account_path(account_path: JsonPath) -> Self {
+        Self {
+            account_path,
+            amount_path: None,
+            amount_format: None,
+            currency_path: None,
+            sequence_path: None,
+            object_path: None,
+            credit_types: None,
+            debit_types: None,
+            event_id_path: None,
+            type_path: None,
+        }
+    }
 }
 
 /// The fields of a sample event for `hookledger send` and the tests.
@@ -134,6 +259,9 @@ pub struct Sample {
     pub currency: String,
     pub sequence: Option<i64>,
     pub timestamp: i64,
+    /// The provider payment a credit is, or a reversal reverses; default:
+    /// one derived from the event id.
+    pub payment: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -145,6 +273,9 @@ pub enum VerifyError {
         header: &'static str,
         problem: &'static str,
     },
+    /// The signature is inside the body (Adyen), and the body is unusable.
+    #[error("the signed fields cannot be read: {0}")]
+    MalformedBody(String),
     #[error(
         "signed timestamp is {skew_secs} s from now, outside the tolerance of {tolerance_secs} s"
     )]
@@ -159,6 +290,7 @@ impl VerifyError {
         match self {
             VerifyError::MissingHeader(_) => "missing_signature_header",
             VerifyError::MalformedHeader { .. } => "malformed_signature_header",
+            VerifyError::MalformedBody(_) => "malformed_signed_body",
             VerifyError::OutsideTolerance { .. } => "timestamp_outside_tolerance",
             VerifyError::NoMatch { .. } => "signature_mismatch",
         }
@@ -177,9 +309,9 @@ pub enum MapError {
     BadEventId(#[from] IdError),
     #[error("event type must be a string of at most 255 bytes")]
     BadEventType,
+    #[error("{0}")]
+    Unusable(String),
 }
-
-pub use strict_json::Ambiguity;
 
 /// Parses the raw body as a JSON object. Shared by all providers' callers so
 /// the error is the same everywhere; serde_json's recursion limit bounds
@@ -196,50 +328,24 @@ pub fn parse_json(body: &[u8]) -> Result<(Value, Option<Ambiguity>), MapError> {
     }
 }
 
-/// Rejects a signed timestamp too far from `now`, in the past or the future.
-fn check_tolerance(
-    timestamp: i64,
-    tolerance_secs: u64,
-    now: DateTime<Utc>,
-) -> Result<(), VerifyError> {
-    let skew_secs = now.timestamp().saturating_sub(timestamp);
-    if skew_secs.unsigned_abs() > tolerance_secs {
-        return Err(VerifyError::OutsideTolerance {
-            skew_secs,
-            tolerance_secs,
-        });
+/// A secret used as its UTF-8 bytes, as written. An empty one is refused:
+/// no provider issues one, so it can only be a configuration mistake.
+pub(crate) fn utf8_key(secret: &Secret) -> Result<KeyBytes, String> {
+    if secret.expose().is_empty() {
+        return Err("secret is empty".to_owned());
     }
-    Ok(())
+    Ok(KeyBytes::new(secret.expose().as_bytes().to_vec()))
 }
 
-/// A unix timestamp in seconds, as ASCII digits only (no sign, no spaces).
-fn parse_unix_seconds(text: &str) -> Option<i64> {
-    if text.is_empty() || text.len() > 12 || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-/// The event id from a JSON string field.
-fn event_id_field(payload: &Value, key: &'static str) -> Result<EventId, MapError> {
-    match payload.get(key) {
-        Some(Value::String(id)) => Ok(EventId::parse(id)?),
-        _ => Err(MapError::MissingEventId(key)),
-    }
-}
-
-/// The event type from a JSON string field; absent means "" (ignored).
-fn event_type_field(payload: &Value, key: &str) -> Result<String, MapError> {
-    match payload.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(t)) if t.len() <= 255 => Ok(t.clone()),
-        Some(_) => Err(MapError::BadEventType),
-    }
-}
-
-/// A unix time in whole seconds as a UTC time, if it is one.
-fn from_unix_seconds(seconds: i64) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(seconds, 0)
+/// A dotted path into `root` (see [`JsonPath`]); for the kinds' own
+/// constant paths.
+pub(crate) fn lookup<'v>(root: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.')
+        .try_fold(root, |value, segment| match value {
+            Value::Object(map) => map.get(segment),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -249,34 +355,25 @@ mod tests {
     #[test]
     fn registry_names_are_unique_and_resolvable() {
         let kinds: Vec<_> = known_kinds().collect();
-        assert_eq!(kinds, ["stripe", "standard-webhooks"]);
+        let mut unique = kinds.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), kinds.len());
         for kind in kinds {
             assert_eq!(provider_for(kind).map(|p| p.kind()), Some(kind));
         }
-        assert!(provider_for("paypal").is_none());
+        assert!(provider_for("bitcoin-by-fax").is_none());
     }
 
     #[test]
-    fn tolerance_applies_both_ways() {
-        let now = DateTime::from_timestamp(1_000_000, 0).unwrap();
-        assert!(check_tolerance(1_000_000 - 300, 300, now).is_ok());
-        assert!(check_tolerance(1_000_000 + 300, 300, now).is_ok());
-        assert_eq!(
-            check_tolerance(1_000_000 - 600, 300, now),
-            Err(VerifyError::OutsideTolerance {
-                skew_secs: 600,
-                tolerance_secs: 300
-            })
-        );
-        assert!(check_tolerance(1_000_000 + 301, 300, now).is_err());
-        assert!(check_tolerance(i64::MIN, 300, now).is_err());
-    }
-
-    #[test]
-    fn unix_seconds_are_digits_only() {
-        assert_eq!(parse_unix_seconds("1614265330"), Some(1_614_265_330));
-        for bad in ["", "-1", "+1", " 1", "1.5", "1e9", "9999999999999"] {
-            assert_eq!(parse_unix_seconds(bad), None, "{bad:?}");
+    fn every_rule_reads_paths_that_parse() {
+        for provider in REGISTRY {
+            JsonPath::parse(provider.default_account_path()).unwrap();
+            for rule in provider.rules() {
+                for path in [rule.payment, rule.object] {
+                    assert!(path.is_empty() || JsonPath::parse(path).is_ok(), "{path}");
+                }
+            }
         }
     }
 

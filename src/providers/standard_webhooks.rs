@@ -18,15 +18,46 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::{
-    Delivery, MapError, Mapping, Provider, Sample, Verified, VerifyError, check_tolerance,
-    event_type_field, from_unix_seconds, hmac_sha256, parse_unix_seconds,
+use super::fields::{
+    check_tolerance, event_type_at, from_unix_seconds, parse_unix_seconds, rfc3339,
 };
-use crate::domain::{Direction, EventId, Movement, NormalisedEvent, PostingFields};
+use super::{
+    Amount, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
+    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, hmac_sha256, map_event,
+};
+use crate::domain::{AmountFormat, EventId, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 
 const CREDIT_TYPE: &str = "balance.credit";
-const DEBIT_TYPE: &str = "balance.debit";
+
+const AMOUNT: Amount = Amount::Path {
+    amount: "data.amount_minor",
+    currency: "data.currency",
+    format: AmountFormat::Minor,
+};
+
+static RULES: &[Rule] = &[
+    Rule {
+        event_type: CREDIT_TYPE,
+        effect: Effect::Credit,
+        when: &[],
+        amount: AMOUNT,
+        payment: "",
+        object: "",
+        key: Key::EventId,
+        optional: false,
+    },
+    Rule {
+        event_type: "balance.debit",
+        effect: Effect::Debit,
+        when: &[],
+        amount: AMOUNT,
+        payment: "",
+        object: "",
+        key: Key::EventId,
+        optional: false,
+    },
+];
 
 pub struct StandardWebhooks;
 
@@ -48,13 +79,6 @@ const SVIX_NAMES: HeaderNames = HeaderNames {
     signature: "svix-signature",
 };
 
-fn required<'a>(delivery: &'a Delivery<'_>, name: &'static str) -> Result<&'a str, VerifyError> {
-    delivery
-        .headers
-        .header(name)
-        .ok_or(VerifyError::MissingHeader(name))
-}
-
 /// `data.sequence`, else the body's event time, else the signed timestamp.
 fn sequence(
     data: Option<&Value>,
@@ -73,6 +97,137 @@ fn sequence(
     }
 }
 
+/// The id and timestamp headers and the base64 signature list, under one
+/// naming scheme: the standard one, or Svix's when only Svix's signature
+/// header is present. Shared with Polar, which signs the same way.
+pub(super) struct SignedHeaders<'a> {
+    pub id: &'a str,
+    pub timestamp_text: &'a str,
+    pub timestamp: i64,
+    pub candidates: Vec<Vec<u8>>,
+}
+
+pub(super) fn read_headers<'a>(
+    delivery: &'a Delivery<'_>,
+) -> Result<SignedHeaders<'a>, VerifyError> {
+    let names = if delivery
+        .headers
+        .raw_header(STANDARD_NAMES.signature)
+        .is_none()
+        && delivery.headers.raw_header(SVIX_NAMES.signature).is_some()
+    {
+        &SVIX_NAMES
+    } else {
+        &STANDARD_NAMES
+    };
+    let id = delivery.required(names.id)?;
+    let timestamp_text = delivery.required(names.timestamp)?;
+    let signature = delivery.required(names.signature)?;
+    // The spec forbids '.' in the id: it separates the signed parts.
+    if id.is_empty() || id.contains('.') {
+        return Err(VerifyError::MalformedHeader {
+            header: names.id,
+            problem: "must be non-empty and contain no '.'",
+        });
+    }
+    let timestamp = parse_unix_seconds(timestamp_text).ok_or(VerifyError::MalformedHeader {
+        header: names.timestamp,
+        problem: "not a unix timestamp",
+    })?;
+    let mut saw_v1 = false;
+    let candidates = signature
+        .split_whitespace()
+        .filter_map(|entry| entry.strip_prefix("v1,"))
+        .inspect(|_| saw_v1 = true)
+        .filter_map(|tag| STANDARD.decode(tag).ok())
+        .collect();
+    if !saw_v1 {
+        return Err(VerifyError::MalformedHeader {
+            header: names.signature,
+            problem: "no v1,<base64> signature",
+        });
+    }
+    Ok(SignedHeaders {
+        id,
+        timestamp_text,
+        timestamp,
+        candidates,
+    })
+}
+
+/// Verifies `{id}.{timestamp}.{body}` against the keys.
+pub(super) fn verify_signed(
+    delivery: &Delivery<'_>,
+    keys: &[KeyBytes],
+    tolerance_secs: u64,
+    now: DateTime<Utc>,
+) -> Result<Verified, VerifyError> {
+    let headers = read_headers(delivery)?;
+    check_tolerance(headers.timestamp, tolerance_secs, now)?;
+    let signed = [
+        headers.id.as_bytes(),
+        b".",
+        headers.timestamp_text.as_bytes(),
+        b".",
+        delivery.body,
+    ];
+    let key_index = hmac_sha256::find_matching_key(keys, &signed, &headers.candidates)
+        .ok_or(VerifyError::NoMatch { keys: keys.len() })?;
+    Ok(Verified {
+        key_index,
+        timestamp: Some(headers.timestamp),
+        event_id: Some(headers.id.to_owned()),
+    })
+}
+
+/// The three Standard Webhooks headers for `unsigned`, signed with `key`.
+pub(super) fn sign_standard(key: &KeyBytes, unsigned: Unsigned<'_>) -> SignedParts {
+    let t = unsigned.timestamp.to_string();
+    let tag = hmac_sha256::sign(
+        key,
+        &[
+            unsigned.event_id.as_bytes(),
+            b".",
+            t.as_bytes(),
+            b".",
+            &unsigned.body,
+        ],
+    );
+    SignedParts {
+        headers: vec![
+            (STANDARD_NAMES.id, unsigned.event_id.to_owned()),
+            (STANDARD_NAMES.timestamp, t),
+            (
+                STANDARD_NAMES.signature,
+                format!("v1,{}", STANDARD.encode(tag)),
+            ),
+        ],
+        body: unsigned.body,
+    }
+}
+
+/// The signed `webhook-id` as the event id.
+pub(super) fn signed_event_id(verified: &Verified) -> Result<EventId, MapError> {
+    Ok(EventId::parse(
+        verified
+            .event_id
+            .as_deref()
+            .ok_or(MapError::MissingEventId("webhook-id"))?,
+    )?)
+}
+
+/// The body's `timestamp` (RFC 3339), if it has one.
+pub(super) fn body_time(payload: &Value) -> Result<Option<DateTime<Utc>>, String> {
+    match payload.get("timestamp") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_str()
+            .and_then(rfc3339)
+            .map(Some)
+            .ok_or_else(|| "timestamp is not an RFC 3339 time".to_owned()),
+    }
+}
+
 impl Provider for StandardWebhooks {
     fn kind(&self) -> &'static str {
         "standard-webhooks"
@@ -86,17 +241,21 @@ impl Provider for StandardWebhooks {
         "data.account_id"
     }
 
+    fn rules(&self) -> &'static [Rule] {
+        RULES
+    }
+
     fn carries_sequence(&self) -> bool {
         true
     }
 
-    fn key_from_secret(&self, secret: &Secret) -> Result<KeyBytes, String> {
+    fn keys_from_secret(&self, secret: &Secret) -> Result<Vec<KeyBytes>, String> {
         let encoded = secret
             .expose()
             .strip_prefix("whsec_")
             .unwrap_or(secret.expose());
         match STANDARD_PAD_INDIFFERENT.decode(encoded) {
-            Ok(bytes) if !bytes.is_empty() => Ok(KeyBytes::new(bytes)),
+            Ok(bytes) if !bytes.is_empty() => Ok(vec![KeyBytes::new(bytes)]),
             _ => Err("must be whsec_ followed by base64 key bytes".to_owned()),
         }
     }
@@ -105,132 +264,40 @@ impl Provider for StandardWebhooks {
         &self,
         delivery: &Delivery<'_>,
         keys: &[KeyBytes],
-        tolerance_secs: u64,
+        policy: &VerifyPolicy<'_>,
         now: DateTime<Utc>,
     ) -> Result<Verified, VerifyError> {
-        let names = if delivery.headers.header(STANDARD_NAMES.signature).is_none()
-            && delivery.headers.header(SVIX_NAMES.signature).is_some()
-        {
-            &SVIX_NAMES
-        } else {
-            &STANDARD_NAMES
-        };
-        let id = required(delivery, names.id)?;
-        let timestamp_text = required(delivery, names.timestamp)?;
-        let signature = required(delivery, names.signature)?;
-        // The spec forbids '.' in the id: it separates the signed parts.
-        if id.is_empty() || id.contains('.') {
-            return Err(VerifyError::MalformedHeader {
-                header: names.id,
-                problem: "must be non-empty and contain no '.'",
-            });
-        }
-        let timestamp = parse_unix_seconds(timestamp_text).ok_or(VerifyError::MalformedHeader {
-            header: names.timestamp,
-            problem: "not a unix timestamp",
-        })?;
-        let mut saw_v1 = false;
-        let candidates: Vec<Vec<u8>> = signature
-            .split_whitespace()
-            .filter_map(|entry| entry.strip_prefix("v1,"))
-            .inspect(|_| saw_v1 = true)
-            .filter_map(|tag| STANDARD.decode(tag).ok())
-            .collect();
-        if !saw_v1 {
-            return Err(VerifyError::MalformedHeader {
-                header: names.signature,
-                problem: "no v1,<base64> signature",
-            });
-        }
-        check_tolerance(timestamp, tolerance_secs, now)?;
-        let signed = [
-            id.as_bytes(),
-            b".",
-            timestamp_text.as_bytes(),
-            b".",
-            delivery.body,
-        ];
-        let key_index = hmac_sha256::find_matching_key(keys, &signed, &candidates)
-            .ok_or(VerifyError::NoMatch { keys: keys.len() })?;
-        Ok(Verified {
-            key_index,
-            timestamp: Some(timestamp),
-            event_id: Some(id.to_owned()),
-        })
+        verify_signed(delivery, keys, policy.tolerance_secs, now)
     }
 
     fn normalise(
         &self,
         verified: &Verified,
+        _delivery: &Delivery<'_>,
         payload: &Value,
         mapping: &Mapping,
-    ) -> Result<NormalisedEvent, MapError> {
-        let event_id = EventId::parse(
-            verified
-                .event_id
-                .as_deref()
-                .ok_or(MapError::MissingEventId("webhook-id"))?,
-        )?;
-        let event_type = event_type_field(payload, "type")?;
-        let direction = match event_type.as_str() {
-            CREDIT_TYPE => Some(Direction::Credit),
-            DEBIT_TYPE => Some(Direction::Debit),
-            _ => None,
-        };
+    ) -> Result<Vec<NormalisedEvent>, MapError> {
+        let event_time = body_time(payload);
         let data = payload.get("data");
-        let event_time = match payload.get("timestamp") {
-            None | Some(Value::Null) => Ok(None),
-            Some(value) => value
-                .as_str()
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| Some(t.with_timezone(&Utc)))
-                .ok_or_else(|| "timestamp is not an RFC 3339 time".to_owned()),
+        let view = EventView {
+            event_id: signed_event_id(verified)?,
+            event_type: event_type_at(payload, "type")?,
+            root: payload,
+            sequence: sequence(data, &event_time, verified.timestamp),
+            explicit_sequence: data
+                .and_then(|d| d.get("sequence"))
+                .is_some_and(|s| !s.is_null()),
+            occurred_at: event_time
+                .clone()
+                .ok()
+                .flatten()
+                .or_else(|| verified.timestamp.and_then(from_unix_seconds)),
         };
-        let movement = match direction {
-            None => Movement::None,
-            Some(direction) => PostingFields {
-                direction,
-                account_path: mapping.account_path.as_str(),
-                account: mapping.account_path.lookup(payload),
-                currency: data.and_then(|d| d.get("currency")),
-                amount: data.and_then(|d| d.get("amount_minor")),
-                sequence: sequence(data, &event_time, verified.timestamp),
-                explicit_sequence: data
-                    .and_then(|d| d.get("sequence"))
-                    .is_some_and(|s| !s.is_null()),
-            }
-            .into_movement(),
-        };
-        let occurred_at = event_time
-            .ok()
-            .flatten()
-            .or_else(|| verified.timestamp.and_then(from_unix_seconds));
-        Ok(NormalisedEvent {
-            event_id,
-            event_type,
-            object_id: None,
-            occurred_at,
-            movement,
-        })
+        Ok(vec![map_event(view, RULES, mapping)?])
     }
 
-    fn sign(
-        &self,
-        key: &KeyBytes,
-        body: &[u8],
-        event_id: &str,
-        timestamp: i64,
-    ) -> Vec<(&'static str, String)> {
-        let t = timestamp.to_string();
-        let tag = hmac_sha256::sign(key, &[event_id.as_bytes(), b".", t.as_bytes(), b".", body]);
-        vec![
-            (STANDARD_NAMES.id, event_id.to_owned()),
-            (STANDARD_NAMES.timestamp, t),
-            (
-                STANDARD_NAMES.signature,
-                format!("v1,{}", STANDARD.encode(tag)),
-            ),
-        ]
+    fn sign(&self, key: &KeyBytes, unsigned: Unsigned<'_>) -> SignedParts {
+        sign_standard(key, unsigned)
     }
 
     fn sample_body(&self, sample: &Sample) -> Vec<u8> {

@@ -12,9 +12,18 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
-/// Stands in for a number no float can hold, so the parse can go on.
+/// Stands in for a number no float can hold, so the parse can go on; the
+/// body's own hash follows it ([`marker`]), so a sender cannot write it.
 const OUT_OF_RANGE: &str = "\u{0}hookledger:out-of-range:";
+
+/// The marker for `body`: a string no sender can put in `body` itself, as
+/// it depends on every byte of it.
+fn marker(body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    format!("{OUT_OF_RANGE}{}:", hex::encode(&digest[..8]))
+}
 
 /// Why a body can be read more than one way, with where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,30 +48,87 @@ impl fmt::Display for Ambiguity {
     }
 }
 
+/// State shared by the nodes of one parse. The path of an ambiguity is
+/// built on the way back up, only once one is found, so a body without one
+/// costs no path bookkeeping per key or element.
 #[derive(Default)]
 struct Walk {
+    /// Nesting depth of the value being parsed.
+    depth: usize,
+    /// The out-of-range marker of this body, on the second parse (of the
+    /// rewritten body) only.
+    marker: Option<String>,
+    found: Option<Found>,
+}
+
+struct Found {
+    kind: FoundKind,
+    /// Path segments from the ambiguity up, innermost first.
     path: Vec<String>,
-    found: Option<Ambiguity>,
+    /// The depth the path reaches up to: the container at `level - 1`
+    /// adds its segment when its child returns.
+    level: usize,
+}
+
+enum FoundKind {
+    DuplicateKey,
+    NumberOutOfRange(String),
 }
 
 impl Walk {
-    fn here(&self) -> String {
-        if self.path.is_empty() {
-            "(top level)".to_owned()
-        } else {
-            self.path.join(".")
+    fn note(&mut self, kind: FoundKind, path: Vec<String>) {
+        if self.found.is_none() {
+            self.found = Some(Found {
+                kind,
+                path,
+                level: self.depth,
+            });
         }
     }
 
-    fn note(&mut self, ambiguity: impl FnOnce(String) -> Ambiguity) {
-        if self.found.is_none() {
-            let path = self.here();
-            self.found = Some(ambiguity(path));
+    /// After a child of the container at this depth returned: names it in
+    /// the path if the ambiguity was found inside it.
+    fn child_returned(&mut self, segment: impl FnOnce() -> String) {
+        let depth = self.depth;
+        if let Some(found) = &mut self.found
+            && found.level == depth + 1
+        {
+            found.path.push(segment());
+            found.level = depth;
         }
+    }
+
+    fn into_ambiguity(self) -> Option<Ambiguity> {
+        let found = self.found?;
+        let path = if found.path.is_empty() {
+            "(top level)".to_owned()
+        } else {
+            let mut path = found.path;
+            path.reverse();
+            path.join(".")
+        };
+        Some(match found.kind {
+            FoundKind::DuplicateKey => Ambiguity::DuplicateKey(path),
+            FoundKind::NumberOutOfRange(number) => Ambiguity::NumberOutOfRange { path, number },
+        })
     }
 }
 
 struct Node<'a>(&'a RefCell<Walk>);
+
+impl Node<'_> {
+    fn child(&self) -> Node<'_> {
+        Node(self.0)
+    }
+
+    fn descend(&self) {
+        self.0.borrow_mut().depth += 1;
+    }
+
+    fn ascend(&self) {
+        self.0.borrow_mut().depth -= 1;
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Node<'_> {
     type Value = Value;
@@ -96,13 +162,9 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        if let Some(number) = v.strip_prefix(OUT_OF_RANGE) {
-            self.0
-                .borrow_mut()
-                .note(|path| Ambiguity::NumberOutOfRange {
-                    path,
-                    number: number.to_owned(),
-                });
+        let mut walk = self.0.borrow_mut();
+        if let Some(number) = walk.marker.as_deref().and_then(|m| v.strip_prefix(m)) {
+            walk.note(FoundKind::NumberOutOfRange(number.to_owned()), Vec::new());
         }
         Ok(Value::String(v.to_owned()))
     }
@@ -114,9 +176,11 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
         loop {
-            self.0.borrow_mut().path.push(format!("[{}]", items.len()));
-            let item = seq.next_element_seed(Node(self.0));
-            self.0.borrow_mut().path.pop();
+            self.descend();
+            let item = seq.next_element_seed(self.child());
+            self.ascend();
+            let index = items.len();
+            self.0.borrow_mut().child_returned(|| format!("[{index}]"));
             match item? {
                 Some(item) => items.push(item),
                 None => return Ok(Value::Array(items)),
@@ -127,13 +191,14 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            self.0.borrow_mut().path.push(key.clone());
-            let value = map.next_value_seed(Node(self.0));
+            self.descend();
+            let value = map.next_value_seed(self.child());
+            self.ascend();
             let mut walk = self.0.borrow_mut();
+            walk.child_returned(|| key.clone());
             if value.is_ok() && object.contains_key(&key) {
-                walk.note(Ambiguity::DuplicateKey);
+                walk.note(FoundKind::DuplicateKey, vec![key.clone()]);
             }
-            walk.path.pop();
             drop(walk);
             // serde_json's own choice (the last one wins) for the value; the
             // ambiguity keeps it from ever being applied.
@@ -145,8 +210,11 @@ impl<'de> Visitor<'de> for Node<'_> {
 
 /// Parses `body` as JSON, reporting the first ambiguity, if any.
 pub fn parse(body: &[u8]) -> Result<(Value, Option<Ambiguity>), serde_json::Error> {
-    match parse_exactly(body) {
-        Err(error) if is_out_of_range(&error) => parse_exactly(&quote_huge_numbers(body)),
+    match parse_exactly(body, None) {
+        Err(error) if is_out_of_range(&error) => {
+            let marker = marker(body);
+            parse_exactly(&quote_huge_numbers(body, &marker), Some(marker))
+        }
         other => other,
     }
 }
@@ -157,16 +225,22 @@ fn is_out_of_range(error: &serde_json::Error) -> bool {
     error.to_string().starts_with("number out of range")
 }
 
-fn parse_exactly(body: &[u8]) -> Result<(Value, Option<Ambiguity>), serde_json::Error> {
-    let walk = RefCell::new(Walk::default());
+fn parse_exactly(
+    body: &[u8],
+    marker: Option<String>,
+) -> Result<(Value, Option<Ambiguity>), serde_json::Error> {
+    let walk = RefCell::new(Walk {
+        marker,
+        ..Walk::default()
+    });
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = Node(&walk).deserialize(&mut deserializer)?;
     deserializer.end()?;
-    Ok((value, walk.into_inner().found))
+    Ok((value, walk.into_inner().into_ambiguity()))
 }
 
 /// Rewrites every number literal no `f64` can hold as a marked string.
-fn quote_huge_numbers(body: &[u8]) -> Vec<u8> {
+fn quote_huge_numbers(body: &[u8], marker: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 64);
     let (mut i, mut in_string, mut escaped) = (0, false, false);
     while i < body.len() {
@@ -196,7 +270,7 @@ fn quote_huge_numbers(body: &[u8]) -> Vec<u8> {
             let huge = serde_json::from_slice::<Value>(token).is_err_and(|e| is_out_of_range(&e));
             if huge {
                 out.push(b'"');
-                out.extend_from_slice(OUT_OF_RANGE.replace('\u{0}', "\\u0000").as_bytes());
+                out.extend_from_slice(marker.replace('\u{0}', "\\u0000").as_bytes());
                 out.extend_from_slice(token);
                 out.push(b'"');
             } else {
@@ -212,64 +286,4 @@ fn quote_huge_numbers(body: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn ambiguity(body: &str) -> Option<String> {
-        parse(body.as_bytes()).unwrap().1.map(|a| a.to_string())
-    }
-
-    #[test]
-    fn a_plain_body_parses_as_serde_json_does() {
-        let body =
-            r#"{"a": [1, -2, 3.5, "x\"y", null, true, {"b": {}}], "c": 18446744073709551615}"#;
-        let (value, found) = parse(body.as_bytes()).unwrap();
-        assert_eq!(value, serde_json::from_str::<Value>(body).unwrap());
-        assert_eq!(found, None);
-    }
-
-    #[test]
-    fn a_duplicate_key_is_named_with_its_path() {
-        assert_eq!(
-            ambiguity(r#"{"data": {"amount_minor": 1, "amount_minor": 999999}}"#).as_deref(),
-            Some("the signed body has the key data.amount_minor more than once")
-        );
-        assert_eq!(
-            ambiguity(r#"{"type": "debit", "x": [{"k": 1, "k": 2}], "type": "credit"}"#).as_deref(),
-            Some("the signed body has the key x.[0].k more than once")
-        );
-        assert_eq!(ambiguity(r#"{"a": {"k": 1}, "b": {"k": 1}}"#), None);
-    }
-
-    #[test]
-    fn a_number_no_float_holds_is_named_not_fatal() {
-        let (value, found) =
-            parse(br#"{"s": "1e400 in a string", "data": {"amount_minor": 1e400}, "n": -2E+999}"#)
-                .unwrap();
-        assert_eq!(
-            found.unwrap().to_string(),
-            "the signed body has a number out of range at data.amount_minor: 1e400"
-        );
-        assert_eq!(value["s"], json!("1e400 in a string"));
-        assert!(value["data"]["amount_minor"].is_string(), "never a number");
-        // At the edge, serde_json's own judgement counts.
-        let (_, edge) = parse(br#"{"a": 1.7976931348623158e308}"#).unwrap();
-        assert!(
-            matches!(edge, Some(Ambiguity::NumberOutOfRange { .. })),
-            "{edge:?}"
-        );
-        assert!(
-            parse(br#"{"a": 1e400, "b": 01e400}"#).is_err(),
-            "still invalid"
-        );
-    }
-
-    #[test]
-    fn invalid_json_is_still_an_error() {
-        assert!(parse(b"{\"a\": 1,}").is_err());
-        assert!(parse(b"{\"a\": 1} trailing").is_err());
-        assert!(parse(b"{\"a\": 1e400").is_err());
-    }
-}
+mod tests;

@@ -9,18 +9,158 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::{
-    Delivery, MapError, Mapping, Provider, Sample, Verified, VerifyError, check_tolerance,
-    event_id_field, event_type_field, from_unix_seconds, hmac_sha256, parse_unix_seconds,
+use super::fields::{
+    check_tolerance, event_id_at, event_type_at, from_unix_seconds, parse_unix_seconds,
 };
-use crate::domain::{Direction, Movement, NormalisedEvent, PostingFields};
-use crate::secret::{KeyBytes, Secret};
+use super::{
+    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
+    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, hmac_sha256, map_event,
+};
+use crate::domain::{AmountFormat, Basis, NormalisedEvent};
+use crate::secret::KeyBytes;
 
 const HEADER: &str = "Stripe-Signature";
-/// The only type that credits in the core; refunds and disputes come with the
-/// provider issue. `checkout.session.completed` is deliberately not mapped:
-/// it describes the same payment and would credit it twice.
-const CREDIT_TYPE: &str = "payment_intent.succeeded";
+
+/// A Refund or Dispute object's own amount, in minor units.
+const OBJECT_AMOUNT: Amount = Amount::Path {
+    amount: "data.object.amount",
+    currency: "data.object.currency",
+    format: AmountFormat::Minor,
+};
+
+const SUCCEEDED: &[Condition] = &[Condition {
+    path: "data.object.status",
+    values: &["succeeded"],
+}];
+
+/// `payment_intent.succeeded` credits the PaymentIntent. `charge.succeeded`
+/// and `checkout.session.completed` describe the same payment: a source
+/// that prefers one lists it in `credit_types`, and since each names the
+/// PaymentIntent, a source listing several credits the payment once (the
+/// others are `duplicate_effect`). A refund debits once, keyed by the refund's own id,
+/// whichever of `refund.created` / `refund.updated` reports it succeeded
+/// first; since API version 2024-10-28.acacia these fire for every refund.
+/// `charge.refunded` reports the running total instead: a source on an
+/// older API version lists it in `debit_types` instead of the refund types
+/// (never both). Disputes debit when the funds are withdrawn and credit
+/// back when they are reinstated. Refunds and disputes name the
+/// PaymentIntent; their account is the payment's. Source:
+/// ../shared/providers.md 6.1.
+static RULES: &[Rule] = &[
+    Rule {
+        event_type: "payment_intent.succeeded",
+        effect: Effect::Credit,
+        when: &[],
+        amount: Amount::Path {
+            amount: "data.object.amount_received",
+            currency: "data.object.currency",
+            format: AmountFormat::Minor,
+        },
+        payment: "data.object.id",
+        object: "data.object.id",
+        key: Key::EventId,
+        optional: false,
+    },
+    Rule {
+        event_type: "charge.succeeded",
+        effect: Effect::Credit,
+        when: &[],
+        amount: Amount::Path {
+            amount: "data.object.amount_captured",
+            currency: "data.object.currency",
+            format: AmountFormat::Minor,
+        },
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::EventId,
+        optional: true,
+    },
+    Rule {
+        event_type: "checkout.session.completed",
+        effect: Effect::Credit,
+        when: &[Condition {
+            path: "data.object.payment_status",
+            values: &["paid"],
+        }],
+        amount: Amount::Path {
+            amount: "data.object.amount_total",
+            currency: "data.object.currency",
+            format: AmountFormat::Minor,
+        },
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::EventId,
+        optional: true,
+    },
+    Rule {
+        event_type: "refund.created",
+        effect: Effect::Reverse(Basis::Each),
+        when: SUCCEEDED,
+        amount: OBJECT_AMOUNT,
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::Field {
+            prefix: "refund",
+            path: "data.object.id",
+        },
+        optional: false,
+    },
+    Rule {
+        event_type: "refund.updated",
+        effect: Effect::Reverse(Basis::Each),
+        when: SUCCEEDED,
+        amount: OBJECT_AMOUNT,
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::Field {
+            prefix: "refund",
+            path: "data.object.id",
+        },
+        optional: false,
+    },
+    Rule {
+        event_type: "charge.dispute.funds_withdrawn",
+        effect: Effect::Reverse(Basis::Each),
+        when: &[],
+        amount: OBJECT_AMOUNT,
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::Field {
+            prefix: "dispute-withdrawn",
+            path: "data.object.id",
+        },
+        optional: false,
+    },
+    Rule {
+        event_type: "charge.dispute.funds_reinstated",
+        effect: Effect::Reinstate {
+            undoes: "dispute-withdrawn",
+        },
+        when: &[],
+        amount: OBJECT_AMOUNT,
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::Field {
+            prefix: "dispute-reinstated",
+            path: "data.object.id",
+        },
+        optional: false,
+    },
+    Rule {
+        event_type: "charge.refunded",
+        effect: Effect::Reverse(Basis::Total),
+        when: &[],
+        amount: Amount::Path {
+            amount: "data.object.amount_refunded",
+            currency: "data.object.currency",
+            format: AmountFormat::Minor,
+        },
+        payment: "data.object.payment_intent",
+        object: "data.object.id",
+        key: Key::EventId,
+        optional: true,
+    },
+];
 
 pub struct Stripe;
 
@@ -84,26 +224,25 @@ impl Provider for Stripe {
         "data.object.metadata.account_id"
     }
 
-    fn key_from_secret(&self, secret: &Secret) -> Result<KeyBytes, String> {
-        if secret.expose().is_empty() {
-            return Err("secret is empty".to_owned());
-        }
-        Ok(KeyBytes::new(secret.expose().as_bytes().to_vec()))
+    /// Stripe ids (`evt_`, `re_`, `du_`) name one object across Stripe, and
+    /// an event sent to several endpoints keeps its id.
+    fn global_ids(&self) -> bool {
+        true
+    }
+
+    fn rules(&self) -> &'static [Rule] {
+        RULES
     }
 
     fn verify(
         &self,
         delivery: &Delivery<'_>,
         keys: &[KeyBytes],
-        tolerance_secs: u64,
+        policy: &VerifyPolicy<'_>,
         now: DateTime<Utc>,
     ) -> Result<Verified, VerifyError> {
-        let value = delivery
-            .headers
-            .header(HEADER)
-            .ok_or(VerifyError::MissingHeader(HEADER))?;
-        let header = parse_header(value)?;
-        check_tolerance(header.timestamp, tolerance_secs, now)?;
+        let header = parse_header(delivery.required(HEADER)?)?;
+        check_tolerance(header.timestamp, policy.tolerance_secs, now)?;
         let signed = [header.timestamp_text.as_bytes(), b".", delivery.body];
         let key_index = hmac_sha256::find_matching_key(keys, &signed, &header.signatures)
             .ok_or(VerifyError::NoMatch { keys: keys.len() })?;
@@ -117,70 +256,91 @@ impl Provider for Stripe {
     fn normalise(
         &self,
         _verified: &Verified,
+        _delivery: &Delivery<'_>,
         payload: &Value,
         mapping: &Mapping,
-    ) -> Result<NormalisedEvent, MapError> {
-        let event_id = event_id_field(payload, "id")?;
-        let event_type = event_type_field(payload, "type")?;
+    ) -> Result<Vec<NormalisedEvent>, MapError> {
         let created = payload.get("created").and_then(Value::as_i64);
-        let object = payload.pointer("/data/object");
-        let movement = if event_type == CREDIT_TYPE {
-            PostingFields {
-                direction: Direction::Credit,
-                account_path: mapping.account_path.as_str(),
-                account: mapping.account_path.lookup(payload),
-                currency: object.and_then(|o| o.get("currency")),
-                amount: object.and_then(|o| o.get("amount_received")),
-                sequence: created.ok_or_else(|| "created is missing or not an integer".to_owned()),
-                explicit_sequence: false,
-            }
-            .into_movement()
-        } else {
-            Movement::None
-        };
-        Ok(NormalisedEvent {
-            event_id,
-            event_type,
-            object_id: object
-                .and_then(|o| o.get("id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+        let view = EventView {
+            event_id: event_id_at(payload, "id")?,
+            event_type: event_type_at(payload, "type")?,
+            root: payload,
+            sequence: created.ok_or_else(|| "created is missing or not an integer".to_owned()),
+            explicit_sequence: false,
             occurred_at: created.and_then(from_unix_seconds),
-            movement,
-        })
+        };
+        Ok(vec![map_event(view, RULES, mapping)?])
     }
 
-    fn sign(
-        &self,
-        key: &KeyBytes,
-        body: &[u8],
-        _event_id: &str,
-        timestamp: i64,
-    ) -> Vec<(&'static str, String)> {
-        let t = timestamp.to_string();
-        let tag = hmac_sha256::sign(key, &[t.as_bytes(), b".", body]);
-        vec![(HEADER, format!("t={t},v1={}", hex::encode(tag)))]
+    fn sign(&self, key: &KeyBytes, unsigned: Unsigned<'_>) -> SignedParts {
+        let t = unsigned.timestamp.to_string();
+        let tag = hmac_sha256::sign(key, &[t.as_bytes(), b".", &unsigned.body]);
+        SignedParts {
+            headers: vec![(HEADER, format!("t={t},v1={}", hex::encode(tag)))],
+            body: unsigned.body,
+        }
     }
 
     fn sample_body(&self, sample: &Sample) -> Vec<u8> {
         let created = sample.sequence.unwrap_or(sample.timestamp);
-        let object_id = format!("pi_{}", sample.event_id.trim_start_matches("evt_"));
-        json!({
-            "id": sample.event_id,
-            "object": "event",
-            "api_version": "2024-06-20",
-            "created": created,
-            "livemode": false,
-            "type": sample.event_type.as_deref().unwrap_or(CREDIT_TYPE),
-            "data": {"object": {
-                "id": object_id,
+        let event_type = sample
+            .event_type
+            .as_deref()
+            .unwrap_or("payment_intent.succeeded");
+        let suffix = sample.event_id.trim_start_matches("evt_");
+        let payment = sample
+            .payment
+            .clone()
+            .unwrap_or_else(|| format!("pi_{suffix}"));
+        let currency = sample.currency.to_ascii_lowercase();
+        let object = match event_type {
+            "refund.created" | "refund.updated" => json!({
+                "id": format!("re_{suffix}"),
+                "object": "refund",
+                "amount": sample.amount_minor,
+                "currency": currency,
+                "payment_intent": payment,
+                "charge": format!("ch_{suffix}"),
+                "status": "succeeded",
+                "metadata": {},
+            }),
+            "charge.refunded" => json!({
+                "id": format!("ch_{suffix}"),
+                "object": "charge",
+                "amount_refunded": sample.amount_minor,
+                "currency": currency,
+                "payment_intent": payment,
+                "refunded": false,
+                "metadata": {"account_id": sample.account_id},
+            }),
+            t if t.starts_with("charge.dispute.") => json!({
+                "id": format!("dp_{suffix}"),
+                "object": "dispute",
+                "amount": sample.amount_minor,
+                "currency": currency,
+                "payment_intent": payment,
+                "charge": format!("ch_{suffix}"),
+                "status": "under_review",
+                "metadata": {},
+            }),
+            _ => json!({
+                "id": payment,
                 "object": "payment_intent",
                 "amount": sample.amount_minor,
                 "amount_received": sample.amount_minor,
-                "currency": sample.currency.to_ascii_lowercase(),
+                "currency": currency,
                 "status": "succeeded",
                 "metadata": {"account_id": sample.account_id},
-            }},
+            }),
+        };
+        json!({
+            "id": sample.event_id,
+            "object": "event",
+            "api_version": "2024-10-28.acacia",
+            "created": created,
+            "livemode": false,
+            "type": event_type,
+            "data": {"object": object},
         })
         .to_string()
         .into_bytes()

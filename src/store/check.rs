@@ -42,10 +42,14 @@ left join ledger_entries l on l.intent_id = i.intent_id
 where i.status = 'applied' and l.entry_id is null
 order by i.intent_id";
 
-/// Keys stored twice. The unique constraints make this impossible; the check
-/// proves the constraints are in place on this database.
+/// Keys stored twice: (source, event_id), and the intent key (scope,
+/// event_id), reported with the scope as its `source`. The unique
+/// constraints make this impossible; the check proves the constraints are in
+/// place on this database.
 const DUPLICATE_KEYS: &str = "
 select source, event_id from intents group by source, event_id having count(*) > 1
+union all
+select scope, event_id from intents group by scope, event_id having count(*) > 1
 union all
 select source, event_id from ledger_entries group by source, event_id having count(*) > 1";
 
@@ -81,6 +85,30 @@ from (
 left join sequence_guards g on g.source = a.source and g.account_id = a.account_id
 where g.last_sequence is null or g.last_sequence <> a.highest
 order by a.source, a.account_id";
+
+/// Payments whose row disagrees with their applied ledger entries: what the
+/// credits posted, what the reversals took back (minus reinstatements), and
+/// that every one of those entries is on the payment's account and currency.
+/// A refund can never take more than its payment credited: the table's
+/// check constraint enforces it, and this proves the rows are the ledger's.
+const PAYMENT_MISMATCHES: &str = "
+select scope, payment_ref, credited_minor, reversed_minor, ledger_credited, ledger_reversed
+from (
+    select p.scope, p.payment_ref, p.credited_minor, p.reversed_minor,
+        cast(coalesce(sum(case when i.reversal is null then l.amount_minor else 0 end), 0)
+            as bigint) as ledger_credited,
+        cast(coalesce(sum(case when i.reversal is null then 0 else -l.amount_minor end), 0)
+            as bigint) as ledger_reversed,
+        sum(case when l.account_id <> p.account_id or l.currency <> p.currency
+            then 1 else 0 end) as elsewhere
+    from payments p
+    left join intents i on i.scope = p.scope and i.payment_ref = p.payment_ref
+        and i.status = 'applied'
+    left join ledger_entries l on l.intent_id = i.intent_id
+    group by p.scope, p.payment_ref, p.credited_minor, p.reversed_minor
+) as t
+where credited_minor <> ledger_credited or reversed_minor <> ledger_reversed or elsewhere > 0
+order by scope, payment_ref";
 
 /// A broken ledger invariant. None of these can happen if every balance
 /// change goes through the one transaction; the check proves it.
@@ -121,14 +149,24 @@ pub enum Violation {
         guard: Option<i64>,
         highest_applied_or_skipped: i64,
     },
+    /// A payment's credited or reversed total is not its ledger's.
+    PaymentMismatch {
+        scope: String,
+        payment_ref: String,
+        credited_minor: i64,
+        reversed_minor: i64,
+        ledger_credited_minor: i64,
+        ledger_reversed_minor: i64,
+    },
 }
 
 impl Store {
     /// Checks that balance = sum of ledger for every (account, currency), that
     /// ledger entries and applied intents correspond one to one, that no
     /// (source, event_id) is stored twice, that no parked event was left
-    /// behind by a release, and that every guard is the highest sequence
-    /// applied or skipped on its account.
+    /// behind by a release, that every guard is the highest sequence
+    /// applied or skipped on its account, and that every payment's totals
+    /// are its ledger's.
     pub async fn check_invariants(&self) -> Result<Vec<Violation>, StoreError> {
         let mismatches: Vec<(String, String, i64, i64)> =
             on_pool!(self, pool => sqlx::query_as(BALANCE_MISMATCHES).fetch_all(pool).await)?;
@@ -142,6 +180,20 @@ impl Store {
             on_pool!(self, pool => sqlx::query_as(STUCK_RELEASES).fetch_all(pool).await)?;
         let guards: Vec<(String, String, Option<i64>, i64)> =
             on_pool!(self, pool => sqlx::query_as(GUARD_MISMATCHES).fetch_all(pool).await)?;
+        let payments: Vec<(String, String, i64, i64, i64, i64)> =
+            on_pool!(self, pool => sqlx::query_as(PAYMENT_MISMATCHES).fetch_all(pool).await)?;
+        let payments = payments.into_iter().map(
+            |(scope, payment_ref, credited, reversed, ledger_credited, ledger_reversed)| {
+                Violation::PaymentMismatch {
+                    scope,
+                    payment_ref,
+                    credited_minor: credited,
+                    reversed_minor: reversed,
+                    ledger_credited_minor: ledger_credited,
+                    ledger_reversed_minor: ledger_reversed,
+                }
+            },
+        );
         let mismatches =
             mismatches
                 .into_iter()
@@ -188,6 +240,7 @@ impl Store {
             .chain(duplicates)
             .chain(stuck)
             .chain(guards)
+            .chain(payments)
             .collect())
     }
 }

@@ -22,7 +22,10 @@ pub use check::Violation;
 pub use error::StoreError;
 pub use read::EventFilter;
 pub use rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, LedgerEntryRow};
-pub use write::{Claimed, IntentUpsert, NewAudit, NewIntent, NewLedgerEntry, Parked, WriteTx};
+pub use write::{
+    Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, Parked, PaymentCredit,
+    PaymentRow, Rescoped, UnmatchedRow, WriteTx,
+};
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.
 macro_rules! on_pool {

@@ -2,6 +2,8 @@
 //! Pagination is keyset on integer ids, newest first: SQLite stores times as
 //! text, so ids, not times, define the order.
 
+use base64::Engine;
+
 use super::rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
 use super::{Store, StoreError, on_pool};
 use crate::domain::Status;
@@ -9,9 +11,9 @@ use crate::domain::Status;
 /// The columns of [`EventRow`], as a literal so queries stay `&'static str`.
 macro_rules! event_columns {
     () => {
-        "intent_id, source, event_id, event_type, status, reason, account_id, currency, \
-         amount_minor, object_id, event_sequence as sequence, occurred_at, deliveries, conflicts, \
-         payload_sha256, first_received_at, last_received_at, late"
+        "intent_id, source, scope, event_id, event_type, status, reason, account_id, currency, \
+         amount_minor, object_id, payment_ref, event_sequence as sequence, occurred_at, \
+         deliveries, conflicts, payload_sha256, first_received_at, last_received_at, late"
     };
 }
 
@@ -36,10 +38,18 @@ const HELD_EVENTS: &str = concat!(
     " from intents where status in ('stale', 'rejected') order by intent_id limit $1"
 );
 
+/// With, for a `duplicate_effect`, the event that credited its payment.
 const EVENT_DETAIL: &str = concat!(
     "select ",
     event_columns!(),
-    ", payload from intents where source = $1 and event_id = $2"
+    ", payload,
+    (select c.source from payments p join intents c on c.intent_id = p.credited_by
+     where intents.status = 'duplicate_effect' and p.scope = intents.scope
+         and p.payment_ref = intents.payment_ref) as credited_by_source,
+    (select c.event_id from payments p join intents c on c.intent_id = p.credited_by
+     where intents.status = 'duplicate_effect' and p.scope = intents.scope
+         and p.payment_ref = intents.payment_ref) as credited_by_event
+from intents where source = $1 and event_id = $2"
 );
 
 const ACCOUNT_BALANCES: &str = "
@@ -108,11 +118,18 @@ impl Store {
         source: &str,
         event_id: &str,
     ) -> Result<Option<EventDetailRow>, StoreError> {
-        Ok(on_pool!(self, pool => sqlx::query_as(EVENT_DETAIL)
+        let row: Option<EventDetailRow> = on_pool!(self, pool => sqlx::query_as(EVENT_DETAIL)
             .bind(source)
             .bind(event_id)
             .fetch_optional(pool)
-            .await)?)
+            .await)?;
+        Ok(row.map(|mut row| {
+            if row.payload_text().is_none() {
+                row.payload_base64 =
+                    Some(base64::engine::general_purpose::STANDARD.encode(&row.payload));
+            }
+            row
+        }))
     }
 
     pub async fn account_balances(&self, account_id: &str) -> Result<Vec<BalanceRow>, StoreError> {

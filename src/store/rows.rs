@@ -30,7 +30,10 @@ pub(super) fn parse_status(text: &str) -> Result<Status, StoreError> {
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct EventRow {
     pub intent_id: i64,
+    /// The source that received it first.
     pub source: String,
+    /// The scope its event id is unique in (README "Scope").
+    pub scope: String,
     pub event_id: String,
     pub event_type: String,
     pub status: String,
@@ -40,6 +43,8 @@ pub struct EventRow {
     /// The signed effect: positive credits, negative debits.
     pub amount_minor: Option<i64>,
     pub object_id: Option<String>,
+    /// The provider payment it credits or reverses.
+    pub payment_ref: Option<String>,
     pub sequence: Option<i64>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub deliveries: i64,
@@ -57,7 +62,26 @@ pub struct EventDetailRow {
     #[sqlx(flatten)]
     #[serde(flatten)]
     pub event: EventRow,
-    pub payload: String,
+    /// The body as received: JSON text when it is UTF-8 (`payload`), else
+    /// `payload_base64`.
+    #[serde(rename = "payload", serialize_with = "payload_text")]
+    pub payload: Vec<u8>,
+    #[sqlx(skip)]
+    pub payload_base64: Option<String>,
+    /// For a `duplicate_effect`: the event that credited the payment.
+    pub credited_by_source: Option<String>,
+    pub credited_by_event: Option<String>,
+}
+
+impl EventDetailRow {
+    /// The payload as text, if it is UTF-8.
+    pub fn payload_text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.payload).ok()
+    }
+}
+
+fn payload_text<S: serde::Serializer>(payload: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_some(&std::str::from_utf8(payload).ok())
 }
 
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]

@@ -209,10 +209,15 @@ async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
     assert_eq!(ok.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         ok.headers()["location"],
-        "/admin/events/demo/msg_2?done=apply"
+        "/admin/event?source=demo&id=msg_2&done=apply"
     );
     assert_eq!(app.balance("acct_1", "USD").await, 750);
-    let after = page(&app, "/admin/events/demo/msg_2?done=apply", &cookie).await;
+    let after = page(
+        &app,
+        "/admin/event?source=demo&id=msg_2&done=apply",
+        &cookie,
+    )
+    .await;
     assert!(
         after.contains("Applied")
             && after.contains("late delivery")

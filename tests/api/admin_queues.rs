@@ -70,7 +70,9 @@ async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
         dashboard.contains("Held for an operator (0)"),
         "not yet past the timeout"
     );
-    assert!(dashboard.contains(r#"<a href="/admin/gaps/ledger/acct_9">acct_9</a>"#));
+    assert!(
+        dashboard.contains(r#"<a href="/admin/gap?source=ledger&#38;account=acct_9">acct_9</a>"#)
+    );
     let event = page(&app, "/admin/events/ledger/m3", &cookie).await;
     assert!(event.contains("waits behind a gap"), "{event}");
     app.clock.advance(chrono::TimeDelta::seconds(601));
@@ -124,7 +126,7 @@ async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         done.headers()["location"],
-        "/admin/gaps/ledger/acct_9?done=skip"
+        "/admin/gap?source=ledger&account=acct_9&done=skip"
     );
     assert_eq!(app.balance("acct_9", "USD").await, 300);
     assert_eq!(app.event("ledger", "m7").await["status"], "waiting");
@@ -132,7 +134,12 @@ async fn gaps_are_shown_held_and_skipped_from_the_page(backend: Backend) {
     let twice = post_form(&app, skip, &cookie, Some(&app.address), &confirmed).await;
     assert_eq!(twice.status(), StatusCode::CONFLICT);
     assert_eq!(app.balance("acct_9", "USD").await, 300);
-    let after = page(&app, "/admin/gaps/ledger/acct_9?done=skip", &cookie).await;
+    let after = page(
+        &app,
+        "/admin/gap?source=ledger&account=acct_9&done=skip",
+        &cookie,
+    )
+    .await;
     assert!(
         after.contains("sequence 5")
             && after.contains("number 2 was voided upstream")

@@ -327,7 +327,13 @@ async fn the_next_number_is_refused_while_its_holder_still_waits(backend: Backen
         app.event(LEDGER, "x2").await["reason"],
         "sequence 2 is already used by event m3"
     );
-    assert_eq!(app.balance("acct_1", "USD").await, 1, "999 never applied");
+    // The drain task (its start-up sweep may run after the rigging) may
+    // have released m3 meanwhile, which is right; x2's 999 never applies.
+    let balance = app.balance("acct_1", "USD").await;
+    assert!(
+        balance == 1 || balance == 1 + 3,
+        "999 never applied: {balance}"
+    );
 }
 
 /// A number held by a late event waiting for a person (stale) is used too.

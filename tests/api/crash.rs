@@ -49,6 +49,7 @@ async fn deliver(client: &reqwest::Client, server: &Server, sequence: i64) -> Va
         currency: "USD".into(),
         sequence: Some(sequence),
         timestamp: Utc::now().timestamp(),
+        payment: None,
     };
     let signed = signed_sample("standard-webhooks", &Secret::new(DEMO_SECRET), &sample).unwrap();
     let mut request = client

@@ -115,6 +115,20 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, options: Options<'_>) -> TestApp {
+        Self::spawn_prepared(backend, options, |_| async {}).await
+    }
+
+    /// Like [`TestApp::spawn_with`], with `prepare` run on the new, empty
+    /// database before the app starts on it (an older schema, say).
+    pub async fn spawn_prepared<F, Fut>(
+        backend: Backend,
+        options: Options<'_>,
+        prepare: F,
+    ) -> TestApp
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
         let (database_url, sqlite_dir, postgres) = match backend {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().expect("temp dir");
@@ -126,6 +140,7 @@ impl TestApp {
                 (database.url.clone(), None, Some(database))
             }
         };
+        prepare(database_url.clone()).await;
         let mut app = Self::start(database_url, &options).await;
         app._sqlite_dir = sqlite_dir;
         app._postgres = postgres;

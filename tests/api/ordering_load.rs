@@ -209,6 +209,13 @@ async fn shuffled_credits_leave_nothing_held_by_default(backend: Backend) {
 
 async fn shuffled_credits_and_debits_hold_only_late_debits(backend: Backend) {
     let app = TestApp::spawn(backend).await;
+    // Funds first (sequence 0), so that no debit is held for
+    // `negative_balance`: only lateness holds here.
+    const OPENING: i64 = 1_000_000;
+    for a in 0..ACCOUNTS {
+        let opening = credit_seq(&format!("open_{a}"), &account(a), OPENING, 0);
+        assert_eq!(app.send_ok(&opening).await["status"], "applied");
+    }
     let samples: Vec<Sample> = (0..ACCOUNTS)
         .flat_map(|a| (1..=40).map(move |s| event(a, s)))
         .collect();
@@ -219,7 +226,7 @@ async fn shuffled_credits_and_debits_hold_only_late_debits(backend: Backend) {
         let sample = samples.iter().find(|s| &s.event_id == id).unwrap();
         assert!(sample.event_type.is_some(), "{id} is a credit, held");
     }
-    let mut expected: HashMap<String, i64> = HashMap::new();
+    let mut expected: HashMap<String, i64> = (0..ACCOUNTS).map(|a| (account(a), OPENING)).collect();
     for sample in &samples {
         let status = &answers[&sample.event_id]["status"];
         assert!(status == "applied" || status == "stale", "{status}");

@@ -2,8 +2,9 @@
 //! environment, its start-up banner read, killed when dropped (also when a
 //! test panics, and with SIGKILL when a test wants a crash).
 
+use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -22,6 +23,8 @@ pub fn hookledger(dir: &Path) -> Command {
 pub struct Server {
     child: Child,
     pub banner: Vec<String>,
+    /// Where its stderr (the log) goes.
+    log: PathBuf,
 }
 
 impl Drop for Server {
@@ -35,16 +38,18 @@ impl Server {
     /// up to the line starting with `last`, failing after 60 s rather than
     /// hanging.
     pub fn start(dir: &Path, env: &[(&str, &str)], last: &'static str) -> Server {
+        let log = dir.join("hookledger.log");
         let mut command = hookledger(dir);
         command
             .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
             .env("HOOKLEDGER_WORKERS", "1")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(File::create(&log).expect("log file"));
         let mut server = Server {
             child: command.spawn().expect("binary starts"),
             banner: Vec::new(),
+            log,
         };
         let stdout = BufReader::new(server.child.stdout.take().unwrap());
         let (lines, receive) = mpsc::channel();
@@ -65,6 +70,11 @@ impl Server {
             }
         }
         panic!("no complete banner within 60 s: {:?}", server.banner);
+    }
+
+    /// What it has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// SIGKILL: no shutdown, no chance to finish anything.

@@ -16,6 +16,7 @@ pub fn credit(event_id: &str, account: &str, amount_minor: i64) -> Sample {
         currency: "USD".to_owned(),
         sequence: None,
         timestamp: now().timestamp(),
+        payment: None,
     }
 }
 

@@ -71,3 +71,153 @@ async fn both_backends_define_the_same_tables_and_columns() {
     );
     assert_eq!(sqlite, postgres);
 }
+
+/// The schema before scopes (migrations 0001 and 0002), with what a
+/// deployment of that time holds: a Stripe credit (ledger entry, balance),
+/// the same Stripe event recorded a second time by another Stripe endpoint
+/// (the double credit scopes exist to prevent: kept, never merged), and an
+/// event only that endpoint received.
+async fn prepare_before_scopes(url: String) {
+    use sqlx::migrate::Migrator;
+    use std::borrow::Cow;
+    use std::str::FromStr;
+
+    let folder = if url.starts_with("sqlite:") {
+        "sqlite"
+    } else {
+        "postgres"
+    };
+    let mut migrator = Migrator::new(std::path::Path::new(&format!(
+        "{}/migrations/{folder}",
+        env!("CARGO_MANIFEST_DIR")
+    )))
+    .await
+    .unwrap();
+    migrator.migrations = Cow::Owned(migrator.migrations[..2].to_vec());
+    let at = crate::helpers::now();
+    macro_rules! fill {
+        ($pool:expr) => {{
+            let pool = $pool;
+            migrator.run(&pool).await.unwrap();
+            for (source, event_id, applied) in [
+                ("stripe", "evt_a", true),
+                ("stripe-new", "evt_a", false),
+                ("stripe-new", "evt_b", false),
+            ] {
+                sqlx::query(
+                    "insert into intents (source, event_id, event_type, status,
+                        account_id, currency, amount_minor, event_sequence, deliveries,
+                        conflicts, payload_sha256, payload, first_received_at, last_received_at)
+                     values ($1, $2, 'payment_intent.succeeded', $3, 'acct_1', 'EUR', 500,
+                        1, 1, 0, 'sha', $4, $5, $5)",
+                )
+                .bind(source)
+                .bind(event_id)
+                .bind(if applied { "applied" } else { "ignored" })
+                .bind(format!("{{\"id\":\"{event_id}\",\"note\":\"café\"}}"))
+                .bind(at)
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            sqlx::query(
+                "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
+                    amount_minor, balance_after_minor, operator_applied, created_at)
+                 select intent_id, source, event_id, 'acct_1', 'EUR', 500, 500, false, $1
+                 from intents where source = 'stripe' and event_id = 'evt_a'",
+            )
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+            sqlx::query(
+                "insert into sequence_guards (source, account_id, last_sequence, updated_at)
+                 values ('stripe', 'acct_1', 1, $1)",
+            )
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+            sqlx::query(
+                "insert into balances (account_id, currency, balance_minor, updated_at)
+                 values ('acct_1', 'EUR', 500, $1)",
+            )
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+            pool.close().await;
+        }};
+    }
+    if folder == "sqlite" {
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
+            .unwrap()
+            .create_if_missing(true);
+        fill!(sqlx::SqlitePool::connect_with(options).await.unwrap());
+    } else {
+        fill!(sqlx::PgPool::connect(&url).await.unwrap());
+    }
+}
+
+async fn a_database_from_before_scopes_keeps_every_row(backend: Backend) {
+    let app = TestApp::spawn_prepared(
+        backend,
+        crate::helpers::Options {
+            extra_sources: r#"
+[[sources]]
+name = "stripe-new"
+kind = "stripe"
+secrets = ["whsec_stripe_new_endpoint_secret"]
+"#,
+            ..Default::default()
+        },
+        prepare_before_scopes,
+    )
+    .await;
+    let scope_of = |event: serde_json::Value| {
+        (
+            event["scope"].as_str().map(str::to_owned),
+            event["payload"].as_str().map(str::to_owned),
+        )
+    };
+    // Both endpoints' rows are in the kind's scope now, except the event the
+    // new endpoint recorded a second time: it stays where it was.
+    assert_eq!(
+        scope_of(app.event("stripe", "evt_a").await),
+        (
+            Some("stripe".into()),
+            Some(r#"{"id":"evt_a","note":"café"}"#.into())
+        )
+    );
+    assert_eq!(
+        scope_of(app.event("stripe-new", "evt_b").await)
+            .0
+            .as_deref(),
+        Some("stripe")
+    );
+    assert_eq!(
+        scope_of(app.event("stripe-new", "evt_a").await)
+            .0
+            .as_deref(),
+        Some("stripe-new")
+    );
+    assert_eq!(app.events().await.len(), 3, "every row kept");
+    // The event only the new endpoint had, now sent to the old one: a
+    // duplicate, as it would be for any endpoint of the kind.
+    let body = crate::fixtures::edited(
+        "stripe",
+        "payment_intent.succeeded",
+        &[("id", serde_json::json!("evt_b"))],
+    );
+    let again = crate::fixtures::deliver_ok(
+        &app,
+        "stripe",
+        &crate::fixtures::signed("stripe", crate::helpers::STRIPE_SECRET, &body, "evt_b"),
+    )
+    .await;
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(app.balance("acct_1", "EUR").await, 500);
+    app.assert_invariants().await;
+}
+
+both_backends!(a_database_from_before_scopes_keeps_every_row);

@@ -7,7 +7,7 @@ use chrono::TimeDelta;
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 
-use crate::helpers::{ADMIN_TOKEN, Backend, TestApp, json_with_status};
+use crate::helpers::{ADMIN_TOKEN, Backend, Options, TestApp, json_with_status};
 
 const ATTACKER: &str = "127.0.0.4";
 const OPERATOR: &str = "127.0.0.5";
@@ -121,7 +121,63 @@ async fn a_right_token_clears_the_count(backend: Backend) {
     }
 }
 
+async fn bearer_via(app: &TestApp, client: &Client, forwarded_for: &str, token: &str) -> Response {
+    client
+        .get(app.url("/admin/api/events"))
+        .header("x-forwarded-for", forwarded_for)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Behind a proxy every request comes from the proxy's address; the client
+/// it names is what is throttled, so the operator behind the same proxy is
+/// not locked out, and an entry the attacker wrote itself does not count.
+async fn behind_a_trusted_proxy_the_forwarded_client_is_throttled(backend: Backend) {
+    let options = Options {
+        top_level: "[limits]\ntrusted_proxies = [\"127.0.0.4\"]\n",
+        ..Options::default()
+    };
+    let app = TestApp::spawn_with(backend, options).await;
+    let proxy = client_from(ATTACKER);
+    for n in 0..5 {
+        let wrong = bearer_via(&app, &proxy, "203.0.113.9", &format!("guess-{n}")).await;
+        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    }
+    for forwarded in [
+        "203.0.113.9",
+        "198.51.100.7, 203.0.113.9",
+        "203.0.113.9, 127.0.0.4",
+    ] {
+        let refused = bearer_via(&app, &proxy, forwarded, ADMIN_TOKEN).await;
+        assert_eq!(
+            refused.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{forwarded}"
+        );
+    }
+    let operator = bearer_via(&app, &proxy, "198.51.100.7", ADMIN_TOKEN).await;
+    assert_eq!(operator.status(), StatusCode::OK);
+}
+
+/// Without a trusted proxy, `X-Forwarded-For` is the client's own claim and
+/// never read: changing it does not escape the wait.
+async fn a_forwarded_header_from_an_untrusted_peer_is_ignored(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let attacker = client_from(ATTACKER);
+    for n in 0..5 {
+        let claimed = format!("198.51.100.{n}");
+        let wrong = bearer_via(&app, &attacker, &claimed, "guess").await;
+        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    }
+    let refused = bearer_via(&app, &attacker, "198.51.100.99", ADMIN_TOKEN).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
 both_backends!(
     repeated_wrong_tokens_make_that_address_wait,
     a_right_token_clears_the_count,
+    behind_a_trusted_proxy_the_forwarded_client_is_throttled,
+    a_forwarded_header_from_an_untrusted_peer_is_ignored,
 );

@@ -1,6 +1,6 @@
 use super::*;
-use crate::domain::Posting;
-use crate::providers::{HeaderPairs, JsonPath};
+use crate::domain::{Direction, Link, Movement, Posting};
+use crate::providers::testing;
 
 const SECRET: &str = "whsec_test_secret";
 const BODY: &[u8] = br#"{"id":"evt_test_1","type":"payment_intent.succeeded"}"#;
@@ -12,7 +12,7 @@ const SDK_HEADER: &str =
     "t=1700000000,v1=510a6b23c205185db14dd02988bce5939164d8e977341d096cb9c4305b367fb8";
 
 fn key(secret: &str) -> KeyBytes {
-    Stripe.key_from_secret(&Secret::new(secret)).unwrap()
+    testing::key(&Stripe, secret)
 }
 
 fn verify_at(
@@ -21,25 +21,16 @@ fn verify_at(
     keys: &[KeyBytes],
     now: i64,
 ) -> Result<Verified, VerifyError> {
-    let headers = HeaderPairs(&[("stripe-signature", header)]);
-    let delivery = Delivery {
-        headers: &headers,
-        body,
-    };
-    Stripe.verify(
-        &delivery,
-        keys,
-        300,
-        DateTime::from_timestamp(now, 0).unwrap(),
-    )
+    testing::verify(&Stripe, &[("stripe-signature", header)], body, keys, now)
 }
 
 #[test]
 fn sdk_vector_verifies_and_our_signer_reproduces_it() {
     let verified = verify_at(SDK_HEADER, BODY, &[key(SECRET)], 1_700_000_000).unwrap();
     assert_eq!(verified.timestamp, Some(1_700_000_000));
-    let signed = Stripe.sign(&key(SECRET), BODY, "", 1_700_000_000);
-    assert_eq!(signed, vec![(HEADER, SDK_HEADER.to_owned())]);
+    let signed = testing::sign(&Stripe, &key(SECRET), BODY, "", 1_700_000_000);
+    assert_eq!(signed.headers, vec![(HEADER, SDK_HEADER.to_owned())]);
+    assert_eq!(signed.body, BODY);
 }
 
 #[test]
@@ -86,20 +77,10 @@ fn malformed_headers_are_named() {
             Err(malformed(problem))
         );
     }
-    let delivery = Delivery {
-        headers: &HeaderPairs(&[]),
-        body: BODY,
-    };
     assert_eq!(
-        Stripe.verify(&delivery, &[key(SECRET)], 300, Utc::now()),
+        testing::verify(&Stripe, &[], BODY, &[key(SECRET)], 1_700_000_000),
         Err(VerifyError::MissingHeader(HEADER))
     );
-}
-
-fn mapping() -> Mapping {
-    Mapping {
-        account_path: JsonPath::parse(Stripe.default_account_path()).unwrap(),
-    }
 }
 
 fn sample() -> Sample {
@@ -111,18 +92,18 @@ fn sample() -> Sample {
         currency: "EUR".into(),
         sequence: Some(1_700_000_123),
         timestamp: 1_700_000_200,
+        payment: None,
     }
+}
+
+fn normalise(payload: &Value) -> Result<NormalisedEvent, MapError> {
+    testing::normalise(&Stripe, &testing::verified(None, Some(1)), &[], payload)
 }
 
 #[test]
 fn payment_intent_succeeded_credits_amount_received() {
     let payload: Value = serde_json::from_slice(&Stripe.sample_body(&sample())).unwrap();
-    let verified = Verified {
-        key_index: 0,
-        timestamp: Some(1),
-        event_id: None,
-    };
-    let event = Stripe.normalise(&verified, &payload, &mapping()).unwrap();
+    let event = normalise(&payload).unwrap();
     assert_eq!(event.event_id.as_str(), "evt_1");
     assert_eq!(event.object_id.as_deref(), Some("pi_1"));
     let Movement::Post(Posting {
@@ -132,6 +113,7 @@ fn payment_intent_succeeded_credits_amount_received() {
         amount,
         sequence,
         explicit_sequence,
+        link,
     }) = event.movement
     else {
         panic!("expected a posting, got {:?}", event.movement);
@@ -142,6 +124,7 @@ fn payment_intent_succeeded_credits_amount_received() {
         ("acct_1", "EUR", 1999)
     );
     assert_eq!((sequence, explicit_sequence), (1_700_000_123, false));
+    assert_eq!(link, Link::Pays("pi_1".into()));
     assert!(
         !Stripe.carries_sequence(),
         "created is a time, not a number"
@@ -152,21 +135,7 @@ fn payment_intent_succeeded_credits_amount_received() {
 fn other_types_are_ignored_and_the_id_is_required() {
     let mut payload: Value = serde_json::from_slice(&Stripe.sample_body(&sample())).unwrap();
     payload["type"] = json!("checkout.session.completed");
-    let verified = Verified {
-        key_index: 0,
-        timestamp: None,
-        event_id: None,
-    };
-    assert_eq!(
-        Stripe
-            .normalise(&verified, &payload, &mapping())
-            .unwrap()
-            .movement,
-        Movement::None
-    );
+    assert_eq!(normalise(&payload).unwrap().movement, Movement::None);
     payload.as_object_mut().unwrap().remove("id");
-    assert_eq!(
-        Stripe.normalise(&verified, &payload, &mapping()),
-        Err(MapError::MissingEventId("id"))
-    );
+    assert_eq!(normalise(&payload), Err(MapError::MissingEventId("id")));
 }

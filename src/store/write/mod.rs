@@ -11,12 +11,16 @@
 //!   the condition against the latest committed row version after waiting
 //!   for that lock. No statement reads a value that a later one writes back.
 //!
-//! Lock order is intent -> sequence guard -> balances -> the parked intents
-//! a release settles -> ledger. A transaction that posts several balances (a
-//! contiguous release) locks them up front in currency order; every other
-//! one posts to one. Nothing that holds a parked intent's lock (a dismiss, a
-//! redelivery) waits for anything else. So no two transactions can wait on
-//! each other in a cycle.
+//! Lock order, per event, is intent -> payment (see `payments`) -> sequence
+//! guard -> balances -> the parked or unmatched intents a release settles ->
+//! ledger. A transaction that posts several balances of one account (a
+//! contiguous release) locks them up front in currency order. Nothing that
+//! holds only an intent's lock (a dismiss, a redelivery) waits for anything
+//! else. So two single-event deliveries never wait on each other in a cycle.
+//! A batch (Adyen) is several events in one transaction, each taking its
+//! locks in this order after the previous one's: two batches naming the same
+//! accounts in opposite orders can deadlock; PostgreSQL then aborts one
+//! (40P01, a transient error: 503), which the provider retries whole.
 
 use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Sqlite, Transaction};
@@ -48,8 +52,12 @@ macro_rules! on_tx {
 }
 
 mod ordering;
+mod payments;
+mod scope;
 
 pub use ordering::Parked;
+pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
+pub use scope::Rescoped;
 
 impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
@@ -68,6 +76,8 @@ impl Store {
 /// A new intent row, with the status it gets if it is the first delivery.
 pub struct NewIntent<'a> {
     pub source: &'a str,
+    /// The intent key is (scope, event_id).
+    pub scope: &'a str,
     pub event_id: &'a str,
     pub event_type: &'a str,
     pub status: Status,
@@ -79,8 +89,18 @@ pub struct NewIntent<'a> {
     pub sequence: Option<i64>,
     pub occurred_at: Option<DateTime<Utc>>,
     pub payload_sha256: &'a str,
-    pub payload: &'a str,
+    /// The exact bytes received (or a batch item's own JSON).
+    pub payload: &'a [u8],
     pub received_at: DateTime<Utc>,
+    /// The provider payment this event credits (`reversal` none) or
+    /// reverses.
+    pub payment_ref: Option<&'a str>,
+    /// `each` or `total`, for a reversal.
+    pub reversal: Option<&'a str>,
+    pub reversal_total: Option<i64>,
+    pub undoes: Option<&'a str>,
+    /// A credit of one part of a payment captured in parts.
+    pub partial: bool,
 }
 
 /// What `insert_intent` found.
@@ -95,6 +115,8 @@ pub enum IntentUpsert {
 
 pub struct NewLedgerEntry<'a> {
     pub intent_id: i64,
+    /// The payment row (`payments.payment_id`) this entry credits whole.
+    pub credits_payment: Option<i64>,
     pub source: &'a str,
     pub event_id: &'a str,
     pub account_id: &'a str,
@@ -124,24 +146,35 @@ pub struct NewAudit<'a> {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Claimed {
     pub intent_id: i64,
+    pub scope: String,
     pub account_id: Option<String>,
     pub currency: Option<String>,
     pub amount_minor: Option<i64>,
     pub object_id: Option<String>,
+    pub event_sequence: Option<i64>,
+    pub payment_ref: Option<String>,
+    pub reversal: Option<String>,
+    pub reversal_total: Option<i64>,
+    pub undoes: Option<String>,
+    pub partial: bool,
 }
 
 /// Inserts the intent, or on a redelivery counts it (and a conflict when the
 /// body differs) without touching anything else; the stored payload is never
 /// overwritten. One statement answers both cases: `deliveries` is 1 only on
 /// the insert path, since the update path always increments it.
+/// The key is (scope, event_id): a source of the same scope that recorded
+/// the event first owns the row, and this delivery counts on it.
 /// Race-free: PostgreSQL makes a concurrent insert of the same key wait for
 /// the first transaction, then take the update path; SQLite runs one writer.
 const INSERT_INTENT: &str = "
-insert into intents (source, event_id, event_type, status, reason, account_id, currency,
+insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
-    payload_sha256, payload, first_received_at, last_received_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, 0, $12, $13, $14, $14)
-on conflict (source, event_id) do update
+    payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
+    reversal_total, undoes, partial)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15, $15, $16, $17,
+    $18, $19, $20)
+on conflict (scope, event_id) do update
 set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
         + case when intents.payload_sha256 = excluded.payload_sha256 then 0 else 1 end,
@@ -173,12 +206,20 @@ on conflict (account_id, currency) do update
 set balance_minor = balances.balance_minor
 returning balance_minor";
 
-/// A plain insert: a second entry for one (source, event_id) violates the
-/// unique key and fails the whole transaction rather than post twice.
+/// Locks an existing balance row and reads it (no row: nothing to lock, the
+/// balance is zero).
+const LOCK_EXISTING_BALANCE: &str = "
+update balances set balance_minor = balance_minor
+where account_id = $1 and currency = $2
+returning balance_minor";
+
+/// A plain insert: a second entry for one (source, event_id), or a second
+/// entry crediting one payment whole, violates a unique key and fails the
+/// whole transaction rather than post twice.
 const INSERT_LEDGER_ENTRY: &str = "
 insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
-    balance_after_minor, object_id, operator_applied, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+    balance_after_minor, object_id, operator_applied, created_at, credits_payment)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 /// Corrects the status this transaction gave its own new intent (the row
 /// is locked by the insert on both backends).
@@ -193,7 +234,8 @@ update intents set status = $2, reason = $3, late = $4 where intent_id = $1";
 const CLAIM_INTENT: &str = "
 update intents set status = $4
 where source = $1 and event_id = $2 and status = $3
-returning intent_id, account_id, currency, amount_minor, object_id";
+returning intent_id, scope, account_id, currency, amount_minor, object_id, event_sequence,
+    payment_ref, reversal, reversal_total, undoes, partial";
 
 const INTENT_STATUS: &str = "
 select status from intents where source = $1 and event_id = $2";
@@ -208,6 +250,7 @@ impl WriteTx {
     pub async fn insert_intent(&mut self, new: &NewIntent<'_>) -> Result<IntentUpsert, StoreError> {
         let row: IntentUpsertRow = on_tx!(self, conn => sqlx::query_as(INSERT_INTENT)
             .bind(new.source)
+            .bind(new.scope)
             .bind(new.event_id)
             .bind(new.event_type)
             .bind(new.status.as_str())
@@ -221,6 +264,11 @@ impl WriteTx {
             .bind(new.payload_sha256)
             .bind(new.payload)
             .bind(new.received_at)
+            .bind(new.payment_ref)
+            .bind(new.reversal)
+            .bind(new.reversal_total)
+            .bind(new.undoes)
+            .bind(new.partial)
             .fetch_one(conn)
             .await)?;
         Ok(if row.deliveries == 1 {
@@ -287,6 +335,21 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Locks the balance row for `currency` and returns it, if the account
+    /// has one.
+    pub async fn lock_existing_balance(
+        &mut self,
+        account_id: &str,
+        currency: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(LOCK_EXISTING_BALANCE)
+            .bind(account_id)
+            .bind(currency)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(balance,)| balance))
+    }
+
     pub async fn insert_ledger_entry(
         &mut self,
         entry: &NewLedgerEntry<'_>,
@@ -302,6 +365,7 @@ impl WriteTx {
             .bind(entry.object_id)
             .bind(entry.operator_applied)
             .bind(entry.created_at)
+            .bind(entry.credits_payment)
             .execute(conn)
             .await
             .map(drop))?;

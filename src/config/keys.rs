@@ -1,0 +1,80 @@
+//! A source's verification keys: from its secrets, or for a kind that
+//! verifies with certificates (PayPal), from its certificate files.
+
+use super::raw::RawSource;
+use super::{ConfigError, Env, resolve_secret};
+use crate::secret::Secret;
+
+/// The source's verification keys, from its secrets, or for a kind that
+/// verifies with certificates, from its certificate files; and for each key
+/// the position of the secret or certificate it came from.
+pub(super) fn keys(
+    raw: &RawSource,
+    provider: &dyn crate::providers::Provider,
+    env: Env<'_>,
+    key: &str,
+) -> Result<(Vec<crate::secret::KeyBytes>, Vec<usize>), ConfigError> {
+    let certificates = raw.certificates.clone().unwrap_or_default();
+    let values: Vec<(String, Secret)> = if provider.verifies_with_certificates() {
+        if !raw.secrets.is_empty() {
+            return Err(ConfigError::new(
+                format!("{key}.secrets"),
+                format!(
+                    "kind {} verifies with certificates, not secrets: set certificates = [\"paypal.pem\"]",
+                    provider.kind()
+                ),
+            ));
+        }
+        if certificates.is_empty() {
+            return Err(ConfigError::new(
+                format!("{key}.certificates"),
+                "no certificate configured: set certificates = [\"<PEM file>\"] (the \
+                 certificate PayPal signs webhooks with, downloaded once and kept here)",
+            ));
+        }
+        certificates
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let item = format!("{key}.certificates[{i}]");
+                std::fs::read_to_string(path)
+                    .map(|pem| (item.clone(), Secret::new(pem)))
+                    .map_err(|e| ConfigError::new(item, format!("cannot read {path}: {e}")))
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        if !certificates.is_empty() {
+            return Err(ConfigError::new(
+                format!("{key}.certificates"),
+                format!(
+                    "kind {} verifies with secrets, not certificates",
+                    provider.kind()
+                ),
+            ));
+        }
+        if raw.secrets.is_empty() {
+            return Err(ConfigError::new(
+                format!("{key}.secrets"),
+                "no webhook secret configured: set secrets = [\"...\"] or HOOKLEDGER_SOURCE_<NAME>_SECRETS",
+            ));
+        }
+        raw.secrets
+            .iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let item = format!("{key}.secrets[{i}]");
+                resolve_secret(value, env, &item).map(|secret| (item, secret))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let mut keys = Vec::new();
+    let mut key_secrets = Vec::new();
+    for (i, (item, secret)) in values.into_iter().enumerate() {
+        let derived = provider
+            .keys_from_secret(&secret)
+            .map_err(|e| ConfigError::new(item, e))?;
+        key_secrets.extend(std::iter::repeat_n(i, derived.len()));
+        keys.extend(derived);
+    }
+    Ok((keys, key_secrets))
+}

@@ -1,0 +1,81 @@
+//! One accepted TCP connection: admitted by the [`ConnectionGate`] or closed
+//! before a byte is read, served within a hard lifetime, and whatever ended
+//! it badly (a malformed head, an I/O error, the lifetime) counted in
+//! metrics and logged within the log budget, since any client can cause it.
+//! (A head that does not arrive in time is answered `408` by actix-http,
+//! which ends the connection normally: nothing is logged for it.)
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_http::error::DispatchError;
+use actix_service::Service;
+use tokio::net::TcpStream;
+
+use super::gate::ConnectionGate;
+use crate::context::Context;
+
+/// Serves `io` with `service` if the gate admits it.
+pub fn serve<S>(
+    gate: &Arc<ConnectionGate>,
+    context: &Arc<Context>,
+    lifetime: Duration,
+    io: TcpStream,
+    service: &S,
+) -> impl Future<Output = Result<(), DispatchError>> + use<S>
+where
+    S: Service<TcpStream, Response = (), Error = DispatchError>,
+{
+    // Admitted or closed before a byte is read: a flood from one address
+    // costs an accept and a close, nothing more.
+    let call = match gate.admit(io.peer_addr().ok().map(|a| a.ip())) {
+        Ok(ticket) => Some((ticket, service.call(io))),
+        Err(refusal) => {
+            context.metrics.connection(refusal.as_str());
+            None
+        }
+    };
+    let context = context.clone();
+    async move {
+        let Some((ticket, call)) = call else {
+            return Ok(());
+        };
+        // A body actix drains after the handler dropped it (a chunked one)
+        // has no deadline of its own: no connection outlives a request's
+        // worst healthy case.
+        let served = tokio::time::timeout(lifetime, call).await;
+        drop(ticket);
+        match served {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => report(&context, kind(&error), &error.to_string()),
+            Err(_) => report(
+                &context,
+                "lifetime_exceeded",
+                &format!("closed after {} s", lifetime.as_secs()),
+            ),
+        }
+        // actix-server ignores the result; it has been reported here.
+        Ok(())
+    }
+}
+
+/// The metrics label of a connection that ended in an error.
+fn kind(error: &DispatchError) -> &'static str {
+    match error {
+        DispatchError::Parse(_) => "malformed_request",
+        DispatchError::Io(_) => "io_error",
+        DispatchError::DisconnectTimeout => "disconnect_timeout",
+        _ => "other_error",
+    }
+}
+
+fn report(context: &Context, kind: &'static str, detail: &str) {
+    context.metrics.connection(kind);
+    if context
+        .log_budget
+        .admit("connection errors", &format!("of kind {kind}"))
+    {
+        tracing::warn!(kind, "connection ended: {detail}");
+    }
+}

@@ -1,0 +1,295 @@
+//! The mapping every kind shares. A kind declares, per event type it maps, a
+//! [`Rule`]: what the type does to a balance, where its amount, currency and
+//! payment id are, when it moves money at all (a refund's status), and what
+//! its intent key is. [`map_event`] applies the rules, with the source's own
+//! overrides ([`Mapping`]: credit and debit types, paths), the same way for
+//! every kind, so every kind validates accounts, currencies, amounts and
+//! payment ids alike.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::{MapError, Mapping, lookup};
+use crate::domain::{
+    AmountFormat, Basis, Direction, EventId, Movement, NormalisedEvent, PostingFields, Rejection,
+    ReversalFields,
+};
+
+pub struct Rule {
+    pub event_type: &'static str,
+    pub effect: Effect,
+    /// Every condition must hold for the event to move money (a refund's
+    /// status `succeeded`, say); otherwise it is `ignored`.
+    pub when: &'static [Condition],
+    pub amount: Amount,
+    /// Where the payment id is: the payment itself for a credit, the one
+    /// reversed for a reversal; `""` for a movement of its own.
+    pub payment: &'static str,
+    /// Where the provider object the event is about is (`""`: none).
+    pub object: &'static str,
+    pub key: Key,
+    /// Mapped only when the source lists the type in its `credit_types` or
+    /// `debit_types` (an alternative to the default types, not an addition).
+    pub optional: bool,
+}
+
+/// `path` holds one of `values` (a string, or a boolean written as `true`);
+/// with no values, `path` holds anything but null (the body has that shape).
+pub struct Condition {
+    pub path: &'static str,
+    pub values: &'static [&'static str],
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Credits the account at the kind's account path: the payment whole,
+    /// once per scope.
+    Credit,
+    /// Credits one part of a payment captured in parts, once per part (the
+    /// rule's key names the part).
+    CreditPart,
+    /// Debits the account at the kind's account path (no payment).
+    Debit,
+    /// Takes back part of a payment's credit (refund, dispute).
+    Reverse(Basis),
+    /// Gives back what one earlier reversal took (a dispute won), keyed
+    /// like that reversal with this prefix instead of its own.
+    Reinstate { undoes: &'static str },
+}
+
+impl Effect {
+    /// Credit types (`credit_types`) or debit types (`debit_types`).
+    fn is_credit(self) -> bool {
+        matches!(
+            self,
+            Effect::Credit | Effect::CreditPart | Effect::Reinstate { .. }
+        )
+    }
+}
+
+pub enum Amount {
+    /// The amount and currency at these paths.
+    Path {
+        amount: &'static str,
+        currency: &'static str,
+        format: AmountFormat,
+    },
+    /// Computed from the event (Shopify sums a refund's transactions).
+    Computed(ComputeAmount),
+}
+
+/// (amount, currency, how the amount is written), or why there is none.
+pub type ComputeAmount = fn(&Value) -> Result<(Value, Value, AmountFormat), String>;
+
+/// The intent key of an event that moves money.
+pub enum Key {
+    /// The provider's event id.
+    EventId,
+    /// `{prefix}:{value at path}`: one key per refund (say) whichever event
+    /// types report it, so it debits once.
+    Field {
+        prefix: &'static str,
+        path: &'static str,
+    },
+}
+
+/// What a kind's `normalise` read from one event before the rules apply.
+pub struct EventView<'a> {
+    pub event_id: EventId,
+    pub event_type: String,
+    /// The JSON the rules' paths start at (the event, or a batch item).
+    pub root: &'a Value,
+    pub sequence: Result<i64, String>,
+    pub explicit_sequence: bool,
+    pub occurred_at: Option<DateTime<Utc>>,
+}
+
+/// The rule for `event_type` under the source's type lists: a kind rule
+/// of an enabled class, or for a type the source added, the kind's first
+/// rule of that class (its paths), or none.
+fn rule_for<'r>(rules: &'r [Rule], event_type: &str, mapping: &Mapping) -> Option<&'r Rule> {
+    let listed = |credit: bool| match (credit, &mapping.credit_types, &mapping.debit_types) {
+        (true, Some(types), _) | (false, _, Some(types)) => {
+            Some(types.iter().any(|t| t == event_type))
+        }
+        _ => None,
+    };
+    let own = rules.iter().find(|r| r.event_type == event_type);
+    if let Some(rule) = own {
+        return match listed(rule.effect.is_credit()) {
+            Some(true) => Some(rule),
+            Some(false) => None,
+            None => (!rule.optional).then_some(rule),
+        };
+    }
+    [true, false]
+        .into_iter()
+        .find(|&credit| listed(credit) == Some(true))
+        .and_then(|credit| rules.iter().find(|r| r.effect.is_credit() == credit))
+}
+
+/// The kind's rules a source maps, under its type lists.
+pub fn enabled_rules<'r>(rules: &'r [Rule], mapping: &Mapping) -> Vec<&'r Rule> {
+    rules
+        .iter()
+        .filter(|r| rule_for(rules, r.event_type, mapping).is_some_and(|f| std::ptr::eq(f, *r)))
+        .collect()
+}
+
+fn holds(condition: &Condition, root: &Value) -> bool {
+    let found = lookup(root, condition.path);
+    if condition.values.is_empty() {
+        return found.is_some_and(|v| !v.is_null());
+    }
+    match found {
+        Some(Value::String(text)) => condition.values.contains(&text.as_str()),
+        Some(Value::Bool(flag)) => condition
+            .values
+            .contains(&if *flag { "true" } else { "false" }),
+        _ => false,
+    }
+}
+
+/// An id-like JSON value as text (strings, and integers as Shopify sends).
+fn text_of(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(text) if !text.is_empty() => Some(text.clone()),
+        Value::Number(n) if n.is_u64() || n.is_i64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Applies the kind's rules (with the source's overrides) to one event.
+pub fn map_event(
+    view: EventView<'_>,
+    rules: &[Rule],
+    mapping: &Mapping,
+) -> Result<NormalisedEvent, MapError> {
+    let root = view.root;
+    let rule = rule_for(rules, &view.event_type, mapping)
+        .filter(|rule| rule.when.iter().all(|c| holds(c, root)));
+    let object_path = match (&mapping.object_path, rule) {
+        (Some(path), _) => Some(path.as_str()),
+        (None, Some(rule)) if !rule.object.is_empty() => Some(rule.object),
+        _ => None,
+    };
+    let object_id = object_path.and_then(|path| text_of(lookup(root, path)));
+    let Some(rule) = rule else {
+        return Ok(NormalisedEvent {
+            event_id: view.event_id,
+            event_type: view.event_type,
+            object_id,
+            occurred_at: view.occurred_at,
+            movement: Movement::None,
+            payload: None,
+        });
+    };
+    let (event_id, key_value) = match rule.key {
+        Key::EventId => (view.event_id, None),
+        Key::Field { prefix, path } => {
+            let value = text_of(lookup(root, path)).ok_or(MapError::MissingEventId(path))?;
+            (EventId::parse(&format!("{prefix}:{value}"))?, Some(value))
+        }
+    };
+    let sequence = match &mapping.sequence_path {
+        Some(path) => super::fields::sequence_of(path.lookup(root), path.as_str()),
+        None => view.sequence,
+    };
+    let found = match &rule.amount {
+        Amount::Path {
+            amount,
+            currency,
+            format,
+        } => Ok((
+            lookup(root, amount).cloned(),
+            lookup(root, currency).cloned(),
+            *format,
+        )),
+        Amount::Computed(compute) => compute(root).map(|(a, c, f)| (Some(a), Some(c), f)),
+    };
+    let (amount, currency, format) = match found {
+        Ok(found) => found,
+        Err(reason) => {
+            return Ok(NormalisedEvent {
+                event_id,
+                event_type: view.event_type,
+                object_id,
+                occurred_at: view.occurred_at,
+                movement: Movement::Rejected(Rejection {
+                    reason,
+                    account: None,
+                    currency: None,
+                    signed_amount: None,
+                    sequence: sequence.ok(),
+                }),
+                payload: None,
+            });
+        }
+    };
+    let amount = match &mapping.amount_path {
+        Some(path) => path.lookup(root).cloned(),
+        None => amount,
+    }
+    .unwrap_or(Value::Null);
+    let currency = match &mapping.currency_path {
+        Some(path) => path.lookup(root).cloned(),
+        None => currency,
+    }
+    .unwrap_or(Value::Null);
+    let amount_format = mapping.amount_format.unwrap_or(format);
+    let account = mapping.account_path.lookup(root);
+    let payment = (!rule.payment.is_empty()).then(|| lookup(root, rule.payment));
+    let movement = match rule.effect {
+        Effect::Credit | Effect::CreditPart | Effect::Debit => PostingFields {
+            direction: if rule.effect == Effect::Debit {
+                Direction::Debit
+            } else {
+                Direction::Credit
+            },
+            account_path: mapping.account_path.as_str(),
+            account,
+            currency: Some(&currency),
+            amount: Some(&amount),
+            sequence,
+            explicit_sequence: view.explicit_sequence,
+            amount_format,
+            payment: payment.flatten().and_then(|p| text_of(Some(p))),
+            part: rule.effect == Effect::CreditPart,
+        }
+        .into_movement(),
+        Effect::Reverse(basis) => ReversalFields {
+            direction: Direction::Debit,
+            payment_path: rule.payment,
+            payment: payment.flatten(),
+            basis,
+            undoes: None,
+            account,
+            currency: Some(&currency),
+            amount: Some(&amount),
+            amount_format,
+            sequence,
+        }
+        .into_movement(),
+        Effect::Reinstate { undoes } => ReversalFields {
+            direction: Direction::Credit,
+            payment_path: rule.payment,
+            payment: payment.flatten(),
+            basis: Basis::Each,
+            undoes: key_value.map(|value| format!("{undoes}:{value}")),
+            account,
+            currency: Some(&currency),
+            amount: Some(&amount),
+            amount_format,
+            sequence,
+        }
+        .into_movement(),
+    };
+    Ok(NormalisedEvent {
+        event_id,
+        event_type: view.event_type,
+        object_id,
+        occurred_at: view.occurred_at,
+        movement,
+        payload: None,
+    })
+}

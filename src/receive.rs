@@ -1,11 +1,12 @@
 //! The webhook pipeline for one request: find the source, verify the
 //! signature over the raw bytes, parse and normalise, then ingest. Nothing is
-//! written for a request that fails before ingest.
+//! written for a request that fails verification; everything is for one that
+//! passes it.
 
 use sha2::{Digest, Sha256};
 
 use crate::context::Context;
-use crate::domain::{Direction, Movement, NormalisedEvent, Status};
+use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
 use crate::ingest::{Outcome, RawDelivery, ingest};
 use crate::providers::{
     Delivery, HeaderSource, MapError, Verified, VerifyError, VerifyPolicy, parse_json,
@@ -17,8 +18,6 @@ use crate::store::StoreError;
 pub enum ReceiveError {
     #[error("{0}")]
     Verification(#[from] VerifyError),
-    #[error("{0}")]
-    Payload(#[from] MapError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -72,21 +71,15 @@ pub async fn receive(
                 );
             }
         })?;
-    std::str::from_utf8(body).map_err(|e| MapError::NotJson(e.to_string()))?;
-    let (json, ambiguity) = parse_json(body)?;
-    let mut events = source
-        .provider
-        .normalise(&verified, &delivery, &json, &source.mapping)?;
-    if events.is_empty() {
-        return Err(MapError::Unusable("the delivery holds no event".to_owned()).into());
-    }
-    if let Some(ambiguity) = ambiguity {
-        // Signed, so stored; never applied, whatever either reading says.
-        for event in &mut events {
-            event.reject_as(&ambiguity.to_string());
-        }
-    }
+    // Verified means stored: from here on, whatever the body holds, the
+    // delivery is recorded (an unusable one as `rejected`, with its bytes)
+    // and only a database failure may answer 5xx.
     let payload_sha256 = sha256_hex(body);
+    let mut events = normalise(source, &verified, &delivery)
+        .unwrap_or_else(|error| vec![unreadable(&verified, &payload_sha256, &error)]);
+    for event in &mut events {
+        event.make_storable();
+    }
     let raw = RawDelivery {
         payload: body,
         payload_sha256: &payload_sha256,
@@ -97,6 +90,59 @@ pub async fn receive(
         record(context, source_name, &verified, event, outcome);
     }
     Ok(Received { outcomes })
+}
+
+/// The events a verified delivery holds, read the provider's way.
+fn normalise(
+    source: &Source,
+    verified: &Verified,
+    delivery: &Delivery<'_>,
+) -> Result<Vec<NormalisedEvent>, MapError> {
+    std::str::from_utf8(delivery.body).map_err(|e| MapError::NotJson(e.to_string()))?;
+    let (json, ambiguity) = parse_json(delivery.body)?;
+    let mut events = source
+        .provider
+        .normalise(verified, delivery, &json, &source.mapping)?;
+    if events.is_empty() {
+        return Err(MapError::Unusable("the delivery holds no event".to_owned()));
+    }
+    if let Some(ambiguity) = ambiguity {
+        // Signed, so stored; never applied, whatever either reading says.
+        for event in &mut events {
+            event.reject_as(&ambiguity.to_string());
+        }
+    }
+    Ok(events)
+}
+
+/// The one event stored for an authentic delivery that cannot be read as
+/// the provider's events: `rejected` with the reason, its bytes kept. Its
+/// key is the signed event id where the scheme signs one outside the body
+/// (Standard Webhooks), else the body's digest, so a redelivery of it is
+/// a duplicate.
+fn unreadable(verified: &Verified, payload_sha256: &str, error: &MapError) -> NormalisedEvent {
+    let event_id = verified
+        .event_id
+        .as_deref()
+        .and_then(|id| EventId::parse(id).ok())
+        .unwrap_or_else(|| {
+            EventId::parse(&format!("unreadable:{payload_sha256}"))
+                .expect("a fixed prefix and 64 hex digits make a valid event id")
+        });
+    NormalisedEvent {
+        event_id,
+        event_type: "unreadable".to_owned(),
+        object_id: None,
+        occurred_at: None,
+        movement: Movement::Rejected(Rejection {
+            reason: format!("unreadable: {error}"),
+            account: None,
+            currency: None,
+            signed_amount: None,
+            sequence: None,
+        }),
+        payload: None,
+    }
 }
 
 /// Counts and logs one event's outcome.

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::link::{Link, ReverseRequest};
 use super::money::json_kind;
+use super::text;
 use super::{AccountId, AmountFormat, Currency, EventId, PositiveAmount};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +51,49 @@ impl NormalisedEvent {
         };
         self.movement = Movement::Rejected(rejection);
     }
+
+    /// Makes every text field storable on both backends and shown safely:
+    /// an event type or object id with control characters or over 255 bytes
+    /// is kept escaped and cut, and makes the event `rejected` naming it;
+    /// a rejection reason (which may quote the payload) is escaped and
+    /// bounded. The providers' mappings refuse such values themselves with
+    /// the path at fault; this is the net under all of them, so a verified
+    /// delivery is always stored.
+    pub fn make_storable(&mut self) {
+        let mut problems = Vec::new();
+        if !text::is_plain(&self.event_type, MAX_TEXT_BYTES) {
+            problems.push("the event type has control characters or is over 255 bytes");
+            self.event_type = text::storable(&self.event_type, MAX_TEXT_BYTES);
+        }
+        if let Some(object) = &self.object_id
+            && (object.is_empty() || !text::is_plain(object, MAX_TEXT_BYTES))
+        {
+            problems.push("the object id is empty, has control characters or is over 255 bytes");
+            self.object_id = Some(text::storable(object, MAX_TEXT_BYTES)).filter(|o| !o.is_empty());
+        }
+        let paid = match &self.movement {
+            Movement::Post(posting) => posting.link.paid().map(|(payment, _)| payment),
+            Movement::Reverse(request) => Some(request.reversal.payment_ref.as_str()),
+            _ => None,
+        };
+        if paid.is_some_and(|p| p.is_empty() || !text::is_plain(p, MAX_TEXT_BYTES)) {
+            problems.push("the payment id is empty, has control characters or is over 255 bytes");
+        }
+        if !problems.is_empty() {
+            let mut reason = problems.join("; ");
+            if let Movement::Rejected(rejection) = &self.movement {
+                reason = format!("{reason}; {}", rejection.reason);
+            }
+            self.reject_as(&reason);
+        }
+        if let Movement::Rejected(rejection) = &mut self.movement {
+            rejection.reason = text::storable(&rejection.reason, text::MAX_NOTE_BYTES);
+        }
+    }
 }
+
+/// Longest event type, object id or payment id stored.
+const MAX_TEXT_BYTES: usize = 255;
 
 /// What the event asks of a balance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,8 +194,9 @@ pub struct PostingFields<'a> {
     /// The sequence is the sender's own number, not a fallback timestamp.
     pub explicit_sequence: bool,
     pub amount_format: AmountFormat,
-    /// The provider payment this credit is, if it is one.
-    pub payment: Option<String>,
+    /// The provider payment this credit is, if it is one, or why the id
+    /// found cannot be one.
+    pub payment: Result<Option<String>, String>,
     /// The credit is one part of that payment (see [`Link::PaysPart`]).
     pub part: bool,
 }
@@ -197,7 +241,9 @@ impl PostingFields<'_> {
         let (currency, amount) =
             currency_and_amount(self.currency, self.amount, self.amount_format);
         let sequence = bounded_sequence(self.sequence);
+        let payment = self.payment;
         for result in [
+            payment.as_ref().err(),
             account.as_ref().err(),
             currency.as_ref().err(),
             amount.as_ref().err(),
@@ -205,21 +251,23 @@ impl PostingFields<'_> {
         ] {
             problems.extend(result.filter(|p| !p.is_empty()).cloned());
         }
-        match (account, currency, amount, sequence) {
-            (Ok(account), Ok(currency), Ok(amount), Ok(sequence)) => Movement::Post(Posting {
-                direction: self.direction,
-                account,
-                currency,
-                amount,
-                sequence,
-                explicit_sequence: self.explicit_sequence,
-                link: match self.payment {
-                    None => Link::None,
-                    Some(payment) if self.part => Link::PaysPart(payment),
-                    Some(payment) => Link::Pays(payment),
-                },
-            }),
-            (account, currency, amount, sequence) => Movement::Rejected(Rejection {
+        match (payment, account, currency, amount, sequence) {
+            (Ok(payment), Ok(account), Ok(currency), Ok(amount), Ok(sequence)) => {
+                Movement::Post(Posting {
+                    direction: self.direction,
+                    account,
+                    currency,
+                    amount,
+                    sequence,
+                    explicit_sequence: self.explicit_sequence,
+                    link: match payment {
+                        None => Link::None,
+                        Some(payment) if self.part => Link::PaysPart(payment),
+                        Some(payment) => Link::Pays(payment),
+                    },
+                })
+            }
+            (_, account, currency, amount, sequence) => Movement::Rejected(Rejection {
                 reason: problems.join("; "),
                 account: account.ok(),
                 currency: currency.ok(),
@@ -245,7 +293,7 @@ mod tests {
             sequence: Ok(7),
             explicit_sequence: true,
             amount_format: AmountFormat::Minor,
-            payment: None,
+            payment: Ok(None),
             part: false,
         }
     }
@@ -296,6 +344,79 @@ mod tests {
                 Movement::None | Movement::Reverse(_) => unreachable!(),
             }
         }
+    }
+
+    fn credit(event_type: &str, object_id: Option<&str>, payment: &str) -> NormalisedEvent {
+        let (a, c, m) = (json!("acct_1"), json!("usd"), json!(250));
+        let mut f = fields(&a, &c, &m);
+        f.direction = Direction::Credit;
+        f.payment = Ok(Some(payment.to_owned()));
+        NormalisedEvent {
+            event_id: EventId::parse("evt_1").unwrap(),
+            event_type: event_type.to_owned(),
+            object_id: object_id.map(str::to_owned),
+            occurred_at: None,
+            movement: f.into_movement(),
+            payload: None,
+        }
+    }
+
+    #[test]
+    fn plain_events_are_stored_as_they_are() {
+        let mut event = credit("payment_intent.succeeded", Some("pi_1"), "pi_1");
+        let before = event.clone();
+        event.make_storable();
+        assert_eq!(event, before);
+    }
+
+    #[test]
+    fn unstorable_text_rejects_the_event_and_is_escaped() {
+        let mut event = credit("pay\u{0}ment", Some("pi_\u{0}"), "pi_1");
+        event.make_storable();
+        assert_eq!(event.event_type, "pay\\u{0}ment");
+        assert_eq!(event.object_id.as_deref(), Some("pi_\\u{0}"));
+        let Movement::Rejected(rejection) = &event.movement else {
+            panic!("rejected: {event:?}");
+        };
+        assert_eq!(
+            rejection.reason,
+            "the event type has control characters or is over 255 bytes; \
+             the object id is empty, has control characters or is over 255 bytes"
+        );
+        assert_eq!(rejection.signed_amount, Some(250));
+    }
+
+    #[test]
+    fn a_payment_id_that_cannot_be_stored_rejects_the_credit() {
+        let mut event = credit("payment_intent.succeeded", None, &"p".repeat(256));
+        event.make_storable();
+        assert!(
+            matches!(&event.movement, Movement::Rejected(r) if r.reason.starts_with("the payment id")),
+            "{event:?}"
+        );
+        let (a, c, m) = (json!("acct_1"), json!("usd"), json!(250));
+        let mut f = fields(&a, &c, &m);
+        f.payment = Err("payment id at data.object.id must be 1-255 characters".to_owned());
+        let Movement::Rejected(rejection) = f.into_movement() else {
+            panic!("a bad payment id rejects");
+        };
+        assert!(rejection.reason.starts_with("payment id at data.object.id"));
+    }
+
+    #[test]
+    fn rejection_reasons_are_escaped_and_bounded() {
+        let mut event = credit("t", None, "pi_1");
+        event.reject_as(&format!("bad \u{0} {}", "x".repeat(2000)));
+        event.make_storable();
+        let Movement::Rejected(rejection) = &event.movement else {
+            panic!("rejected");
+        };
+        assert!(
+            rejection.reason.starts_with("bad \\u{0} xx"),
+            "{}",
+            rejection.reason
+        );
+        assert!(rejection.reason.len() <= text::MAX_NOTE_BYTES);
     }
 
     #[test]

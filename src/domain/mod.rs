@@ -9,6 +9,7 @@ mod link;
 mod money;
 mod ordering;
 mod status;
+pub mod text;
 
 pub use currency::{Currency, CurrencyError};
 pub use event::{

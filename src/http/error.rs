@@ -107,7 +107,6 @@ impl From<ReceiveError> for ApiError {
     fn from(error: ReceiveError) -> Self {
         match error {
             ReceiveError::Verification(e) => ApiError::Verification(e),
-            ReceiveError::Payload(e) => ApiError::BadRequest(e.to_string()),
             ReceiveError::Store(e) => e.into(),
         }
     }

@@ -32,9 +32,16 @@ pub(crate) fn parse_unix_seconds(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
-/// A unix time in whole seconds as a UTC time, if it is one.
+/// A unix time in whole seconds as a UTC time, if it is one within the
+/// years 1 to 9999: what RFC 3339 can write, and inside both backends'
+/// timestamp ranges (chrono's reaches further back than PostgreSQL's).
 pub(crate) fn from_unix_seconds(seconds: i64) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp(seconds, 0)
+    const YEAR_1: i64 = -62_135_596_800;
+    const YEAR_9999_END: i64 = 253_402_300_799;
+    (YEAR_1..=YEAR_9999_END)
+        .contains(&seconds)
+        .then(|| DateTime::from_timestamp(seconds, 0))
+        .flatten()
 }
 
 /// An event id from a JSON string (or integer) field.
@@ -160,6 +167,15 @@ mod tests {
         assert_eq!(parse_unix_seconds("1614265330"), Some(1_614_265_330));
         for bad in ["", "-1", "+1", " 1", "1.5", "1e9", "9999999999999"] {
             assert_eq!(parse_unix_seconds(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unix_times_stay_within_years_1_to_9999() {
+        assert!(from_unix_seconds(-62_135_596_800).is_some());
+        assert!(from_unix_seconds(253_402_300_799).is_some());
+        for outside in [-62_135_596_801, 253_402_300_800, i64::MIN, i64::MAX] {
+            assert_eq!(from_unix_seconds(outside), None, "{outside}");
         }
     }
 

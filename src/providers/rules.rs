@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{MapError, Mapping, lookup};
 use crate::domain::{
     AmountFormat, Basis, Direction, EventId, Movement, NormalisedEvent, PostingFields, Rejection,
-    ReversalFields,
+    ReversalFields, payment_ref,
 };
 
 pub struct Rule {
@@ -150,15 +150,6 @@ fn holds(condition: &Condition, root: &Value) -> bool {
     }
 }
 
-/// An id-like JSON value as text (strings, and integers as Shopify sends).
-fn text_of(value: Option<&Value>) -> Option<String> {
-    match value? {
-        Value::String(text) if !text.is_empty() => Some(text.clone()),
-        Value::Number(n) if n.is_u64() || n.is_i64() => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 /// Applies the kind's rules (with the source's overrides) to one event.
 pub fn map_event(
     view: EventView<'_>,
@@ -173,21 +164,33 @@ pub fn map_event(
         (None, Some(rule)) if !rule.object.is_empty() => Some(rule.object),
         _ => None,
     };
-    let object_id = object_path.and_then(|path| text_of(lookup(root, path)));
+    let object = object_path
+        .map(|path| object_at(root, path))
+        .transpose()
+        .map(Option::flatten);
     let Some(rule) = rule else {
-        return Ok(NormalisedEvent {
+        let mut event = NormalisedEvent {
             event_id: view.event_id,
             event_type: view.event_type,
-            object_id,
+            object_id: object.clone().ok().flatten(),
             occurred_at: view.occurred_at,
             movement: Movement::None,
             payload: None,
-        });
+        };
+        if let Err(problem) = object {
+            event.reject_as(&problem);
+        }
+        return Ok(event);
+    };
+    let (object_id, object_problem) = match object {
+        Ok(object) => (object, None),
+        Err(problem) => (None, Some(problem)),
     };
     let (event_id, key_value) = match rule.key {
         Key::EventId => (view.event_id, None),
         Key::Field { prefix, path } => {
-            let value = text_of(lookup(root, path)).ok_or(MapError::MissingEventId(path))?;
+            let value =
+                super::fields::id_text(lookup(root, path)).ok_or(MapError::MissingEventId(path))?;
             (EventId::parse(&format!("{prefix}:{value}"))?, Some(value))
         }
     };
@@ -253,7 +256,10 @@ pub fn map_event(
             sequence,
             explicit_sequence: view.explicit_sequence,
             amount_format,
-            payment: payment.flatten().and_then(|p| text_of(Some(p))),
+            payment: match payment.flatten() {
+                None | Some(Value::Null) => Ok(None),
+                found => payment_ref(found, rule.payment).map(Some),
+            },
             part: rule.effect == Effect::CreditPart,
         }
         .into_movement(),
@@ -284,12 +290,31 @@ pub fn map_event(
         }
         .into_movement(),
     };
-    Ok(NormalisedEvent {
+    let mut event = NormalisedEvent {
         event_id,
         event_type: view.event_type,
         object_id,
         occurred_at: view.occurred_at,
         movement,
         payload: None,
-    })
+    };
+    if let Some(problem) = object_problem {
+        let reason = match &event.movement {
+            Movement::Rejected(rejection) => format!("{problem}; {}", rejection.reason),
+            _ => problem,
+        };
+        event.reject_as(&reason);
+    }
+    Ok(event)
+}
+
+/// The object id at `path`: absent or null is none; anything else must be an
+/// id (a string or integer of 1-255 bytes without control characters).
+fn object_at(root: &Value, path: &str) -> Result<Option<String>, String> {
+    match lookup(root, path) {
+        None | Some(Value::Null) => Ok(None),
+        found => payment_ref(found, path)
+            .map(Some)
+            .map_err(|_| format!("object id at {path} must be a string or integer of 1-255 characters without control characters")),
+    }
 }

@@ -293,8 +293,13 @@ impl TestApp {
 
     /// The stored event, through the admin API.
     pub async fn event(&self, source: &str, event_id: &str) -> Value {
+        // The query form takes any id (`.`, `/`, `%`, `?` included).
         let response = self
-            .admin_get(&format!("/admin/api/events/{source}/{event_id}"))
+            .admin_get(&format!(
+                "/admin/api/event?source={}&id={}",
+                percent_encode(source),
+                percent_encode(event_id)
+            ))
             .await;
         json_with_status(response, StatusCode::OK).await
     }
@@ -372,4 +377,16 @@ pub async fn assert_error(response: Response, expected: StatusCode, code: &str) 
         "no message: {body}"
     );
     body
+}
+
+/// Every byte but RFC 3986's unreserved characters percent-encoded.
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -39,4 +39,6 @@ mod protocol;
 mod refunds;
 mod schema;
 mod sign_in;
+mod stored;
+mod stored_property;
 mod stripe;

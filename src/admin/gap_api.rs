@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::api::{ADMIN_BODY_LIMIT, clean_note};
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
-use super::target::GapRef;
+use super::target::AccountRef;
 use crate::context::Context;
 use crate::http::{ApiError, read_limited};
 
@@ -26,9 +26,9 @@ pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Va
 pub async fn show_gap(
     _: BearerAdmin,
     context: Data<Context>,
-    target: GapRef,
+    target: AccountRef,
 ) -> Result<Json<Value>, ApiError> {
-    let GapRef { source, account_id } = target;
+    let AccountRef { source, account_id } = target;
     let detail = gaps::detail(&context, &source, &account_id)
         .await?
         .ok_or(ApiError::NotFound("waiting event"))?;
@@ -54,11 +54,11 @@ struct SkipBody {
 pub async fn skip_gap(
     _: BearerAdmin,
     context: Data<Context>,
-    target: GapRef,
+    target: AccountRef,
     request: HttpRequest,
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
-    let GapRef { source, account_id } = target;
+    let AccountRef { source, account_id } = target;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let body: SkipBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(

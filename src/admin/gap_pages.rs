@@ -13,7 +13,7 @@ use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
 use super::gaps;
 use super::pages::{Flash, csrf_for, html, see_other};
-use super::target::{GapRef, gap_href};
+use super::target::{AccountRef, gap_href};
 use super::view::{AuditView, EventView, GapView};
 use crate::context::Context;
 use crate::http::ApiError;
@@ -33,13 +33,13 @@ struct GapPage {
 pub async fn gap_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
-    target: GapRef,
+    target: AccountRef,
     flash: Query<Flash>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(admin) = admin else {
         return Ok(see_other("/admin"));
     };
-    let GapRef { source, account_id } = target;
+    let AccountRef { source, account_id } = target;
     let detail = gaps::detail(&context, &source, &account_id)
         .await?
         .ok_or(ApiError::NotFound("waiting event"))?;
@@ -70,11 +70,11 @@ pub async fn skip_gap(
     admin: PageAdmin,
     context: Data<Context>,
     request: HttpRequest,
-    target: GapRef,
+    target: AccountRef,
     form: Form<SkipForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
-    let GapRef { source, account_id } = target;
+    let AccountRef { source, account_id } = target;
     let form = form.into_inner();
     let through = form
         .through

@@ -7,6 +7,9 @@ mod auth;
 mod gap_api;
 mod gap_pages;
 mod gaps;
+mod guard_api;
+mod guard_pages;
+mod guards;
 mod pages;
 mod target;
 mod throttle;
@@ -78,6 +81,31 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(
                 Endpoint::new("/gaps/{source}/{account_id}/skip")
                     .post(gap_pages::skip_gap)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/guard")
+                    .get(guard_pages::guard_page)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/guard/reset")
+                    .post(guard_pages::reset_guard)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/guard")
+                    .get(guard_api::show_guard)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/held_accounts")
+                    .get(guard_api::held_accounts)
+                    .finish(),
+            )
+            .service(
+                Endpoint::new("/api/guard/reset")
+                    .post(guard_api::reset_guard)
                     .finish(),
             )
             .service(Endpoint::new("/api/events").get(api::list_events).finish())

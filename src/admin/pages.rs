@@ -14,9 +14,11 @@ use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
 use super::gaps;
+use super::guards;
 use super::target::{EventRef, event_href};
-use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView};
+use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, HeldAccountView};
 use crate::context::Context;
+use crate::domain::OrderingMode;
 use crate::http::ApiError;
 use crate::metrics::Counters;
 use crate::operator::{self, Action};
@@ -37,6 +39,8 @@ struct LoginPage {
 struct DashboardPage {
     csrf: String,
     held: Vec<EventView>,
+    held_accounts: Vec<HeldAccountView>,
+    many_held: i64,
     gaps: Vec<GapView>,
     held_gaps: usize,
     recent: Vec<EventView>,
@@ -117,8 +121,20 @@ pub async fn dashboard(
         .into_iter()
         .map(GapView::from)
         .collect();
+    let held_accounts = guards::held_accounts(&context)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let high_water = context
+                .source(&row.source)
+                .is_some_and(|s| s.ordering.mode == OrderingMode::HighWater);
+            HeldAccountView::new(row, high_water)
+        })
+        .collect();
     let page = DashboardPage {
         csrf: csrf_for(&admin, &context),
+        held_accounts,
+        many_held: guards::MANY_HELD,
         held_gaps: gaps.iter().filter(|g| g.held).count(),
         gaps,
         held: context

@@ -23,10 +23,10 @@ pub struct EventRef {
     pub event_id: String,
 }
 
-/// An account of a contiguous source: `{source}/{account_id}` in the path,
-/// or `?source=&account=`.
+/// An account of a source (a gap, a sequence guard): `{source}/{account_id}`
+/// in the path, or `?source=&account=`.
 #[derive(Debug)]
-pub struct GapRef {
+pub struct AccountRef {
     pub source: String,
     pub account_id: String,
 }
@@ -93,7 +93,7 @@ impl FromRequest for EventRef {
     }
 }
 
-impl FromRequest for GapRef {
+impl FromRequest for AccountRef {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
@@ -150,13 +150,27 @@ pub fn gap_href(source: &str, account_id: &str) -> String {
 
 /// Where the gap page's skip form posts.
 pub fn gap_action_href(source: &str, account_id: &str, action: &str) -> String {
+    account_page_href("gap", source, account_id, action)
+}
+
+/// The sequence-guard page of one account.
+pub fn guard_href(source: &str, account_id: &str) -> String {
+    guard_action_href(source, account_id, "")
+}
+
+/// Where the guard page's reset form posts.
+pub fn guard_action_href(source: &str, account_id: &str, action: &str) -> String {
+    account_page_href("guard", source, account_id, action)
+}
+
+fn account_page_href(page: &str, source: &str, account_id: &str, action: &str) -> String {
     let action = if action.is_empty() {
         String::new()
     } else {
         format!("/{action}")
     };
     format!(
-        "/admin/gap{action}?source={}&account={}",
+        "/admin/{page}{action}?source={}&account={}",
         query_value(source),
         query_value(account_id)
     )

@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use super::gaps::Gap;
-use super::target::{event_action_href, event_href, gap_action_href, gap_href};
+use super::target::{event_action_href, event_href, gap_action_href, gap_href, guard_href};
 use crate::domain::{Currency, format_minor};
-use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow};
+use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow, HeldAccountRow};
 
 /// `USD 12.34`, using the currency's exponent; raw minor units when the
 /// currency is unknown (a rejected event).
@@ -217,6 +217,33 @@ pub fn duration(secs: i64) -> String {
         s if s < 3600 => format!("{} min", s / 60),
         s if s < 86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
         s => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+/// An account holding many events for an operator, on the dashboard.
+pub struct HeldAccountView {
+    pub source: String,
+    pub account_id: String,
+    pub held: i64,
+    pub stale: i64,
+    pub sequences: String,
+    /// Its sequence-guard page, for a high-water source.
+    pub guard_href: Option<String>,
+}
+
+impl HeldAccountView {
+    pub fn new(row: HeldAccountRow, high_water: bool) -> Self {
+        Self {
+            guard_href: high_water.then(|| guard_href(&row.source, &row.account_id)),
+            sequences: match (row.lowest_sequence, row.highest_sequence) {
+                (Some(low), Some(high)) => format!("{low} to {high}"),
+                _ => String::new(),
+            },
+            source: row.source,
+            account_id: row.account_id,
+            held: row.held,
+            stale: row.stale,
+        }
     }
 }
 

@@ -118,9 +118,10 @@ impl From<OperatorError> for ApiError {
             OperatorError::NotFound => ApiError::NotFound("event"),
             OperatorError::WrongStatus(status, wanted) => ApiError::WrongStatus { status, wanted },
             OperatorError::NothingWaiting => ApiError::NotFound("waiting event"),
-            error @ (OperatorError::NothingToSkip { .. } | OperatorError::Refused(_)) => {
-                ApiError::Conflict(error.to_string())
-            }
+            OperatorError::NoGuard => ApiError::NotFound("sequence guard"),
+            error @ (OperatorError::NothingToSkip { .. }
+            | OperatorError::Refused(_)
+            | OperatorError::GuardReset(_)) => ApiError::Conflict(error.to_string()),
             OperatorError::Store(e) => e.into(),
         }
     }

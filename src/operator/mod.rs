@@ -3,8 +3,13 @@
 //! one, or skip the gap a contiguous stream waits on ([`skip_gap`]). Each
 //! runs in one transaction with its audit row.
 
+mod reset_guard;
 mod skip_gap;
 
+pub use reset_guard::{
+    GuardPreview, HeldReason, RESET_BATCH, ResetOutcome, ResetRequest, preview as preview_reset,
+    reset as reset_guard,
+};
 pub use skip_gap::{SkipOutcome, SkipRequest, skip_gap};
 
 use chrono::{DateTime, Utc};
@@ -76,6 +81,11 @@ pub enum OperatorError {
     /// has left, a balance below zero); nothing changed.
     #[error("cannot apply: {0}")]
     Refused(String),
+    #[error("this account has no sequence guard: no ordered event was applied to it")]
+    NoGuard,
+    /// A guard reset that cannot be made as asked; nothing changed.
+    #[error("cannot reset the guard: {0}")]
+    GuardReset(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -117,7 +127,17 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
     };
     let balance_after_minor = match request.action {
         Action::Dismiss => None,
-        Action::Apply => Some(apply(&mut tx, request, &claimed).await?),
+        Action::Apply => match apply(&mut tx, request, &claimed).await {
+            Ok(balance_after) => Some(balance_after),
+            Err(OperatorError::Refused(reason)) => {
+                // Nothing of the attempt stays (the event is still held),
+                // but that it was made, by whom and why it was refused does.
+                tx.rollback().await?;
+                audit_refusal(store, request, previous_status, &reason).await?;
+                return Err(OperatorError::Refused(reason));
+            }
+            Err(other) => return Err(other),
+        },
     };
     tx.insert_audit(&NewAudit {
         action: request.action.as_str(),
@@ -137,6 +157,30 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
         previous_status,
         balance_after_minor,
     })
+}
+
+/// Records a refused apply in its own transaction: action `apply_refused`,
+/// the reason as its detail.
+async fn audit_refusal(
+    store: &Store,
+    request: &Request<'_>,
+    previous_status: Status,
+    reason: &str,
+) -> Result<(), StoreError> {
+    let mut tx = store.begin().await?;
+    tx.insert_audit(&NewAudit {
+        action: "apply_refused",
+        source: request.source,
+        event_id: Some(request.event_id),
+        account_id: None,
+        previous_status,
+        actor: request.actor,
+        note: request.note,
+        detail: Some(reason),
+        created_at: request.now,
+    })
+    .await?;
+    tx.commit().await
 }
 
 /// Posts a claimed stale event once, marked operator-applied, with the

@@ -68,17 +68,27 @@ order by i.intent_id";
 /// account. Both modes keep this: a guard only moves to the sequence of an
 /// event applied in the same transaction, or to the end of a range an
 /// operator skipped; events applied late (or by an operator) are below it.
-/// Accounts whose only events are parked have a guard and nothing applied;
-/// they are not compared.
+/// After an operator's guard reset, the events applied before it no longer
+/// count and the reset's value does. Accounts whose only events are parked
+/// have a guard and nothing applied; they are not compared.
 const GUARD_MISMATCHES: &str = "
 select a.source, a.account_id, g.last_sequence, a.highest
 from (
     select source, account_id, max(passed) as highest
     from (
-        select source, account_id, event_sequence as passed
-        from intents where status = 'applied'
+        select i.source, i.account_id, i.event_sequence as passed
+        from intents i where i.status = 'applied'
+            and not exists (
+                select 1 from guard_resets r
+                join ledger_entries l on l.intent_id = i.intent_id
+                where r.source = i.source and r.account_id = i.account_id
+                    and l.entry_id <= r.after_entry_id)
         union all
         select source, account_id, last_skipped as passed from sequence_skips
+        union all
+        select r.source, r.account_id, r.reset_to as passed from guard_resets r
+        where r.reset_id = (select max(reset_id) from guard_resets n
+            where n.source = r.source and n.account_id = r.account_id)
     ) as p
     group by source, account_id
 ) as a

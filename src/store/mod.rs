@@ -6,6 +6,7 @@
 mod check;
 mod error;
 mod gaps;
+mod guards;
 mod read;
 mod rows;
 mod write;
@@ -21,7 +22,9 @@ use sqlx::{PgPool, SqlitePool};
 pub use check::Violation;
 pub use error::StoreError;
 pub use read::EventFilter;
-pub use rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, LedgerEntryRow};
+pub use rows::{
+    AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,
+};
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, Parked, PaymentCredit,
     PaymentRow, Rescoped, UnmatchedRow, WriteTx,

@@ -77,6 +77,17 @@ order by event_sequence
 limit $3"
 );
 
+/// The stale events of one account above a sequence, in the order a guard
+/// reset would apply them.
+const STALE_ABOVE: &str = concat!(
+    "select ",
+    event_columns!(),
+    " from intents where source = $1 and account_id = $2 and event_sequence > $3
+    and status = 'stale'
+order by event_sequence, intent_id
+limit $4"
+);
+
 const EVENT_AUDIT: &str = "
 select audit_id, action, source, event_id, account_id, previous_status, actor, note, detail,
     created_at
@@ -165,6 +176,22 @@ impl Store {
         Ok(on_pool!(self, pool => sqlx::query_as(WAITING_EVENTS)
             .bind(source)
             .bind(account_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    pub async fn stale_above(
+        &self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(STALE_ABOVE)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
             .bind(limit)
             .fetch_all(pool)
             .await)?)

@@ -135,3 +135,15 @@ pub struct GapRow {
     /// When the oldest parked event arrived: the gap is at least this old.
     pub waiting_since: DateTime<Utc>,
 }
+
+/// An account of a source with events held for an operator.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct HeldAccountRow {
+    pub source: String,
+    pub account_id: String,
+    pub held: i64,
+    /// Of them, held as late (a guard reset may release these).
+    pub stale: i64,
+    pub lowest_sequence: Option<i64>,
+    pub highest_sequence: Option<i64>,
+}

@@ -33,6 +33,7 @@ mod kinds;
 mod log_volume;
 mod negative_balance;
 mod once_per_payment;
+mod operator_edges;
 mod ordering;
 mod ordering_load;
 mod protocol;

@@ -439,6 +439,16 @@ impl WriteTx {
         Ok(audit_id)
     }
 
+    /// Ends the transaction writing nothing (dropping it does the same, but
+    /// an explicit rollback frees the connection's lock at once).
+    pub async fn rollback(self) -> Result<(), StoreError> {
+        match self {
+            WriteTx::Sqlite(tx) => tx.rollback().await?,
+            WriteTx::Postgres(tx) => tx.rollback().await?,
+        }
+        Ok(())
+    }
+
     pub async fn commit(self) -> Result<(), StoreError> {
         match self {
             WriteTx::Sqlite(tx) => tx.commit().await?,

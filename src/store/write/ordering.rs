@@ -66,6 +66,24 @@ const SET_GUARD: &str = "
 update sequence_guards set last_sequence = $3, updated_at = $4
 where source = $1 and account_id = $2";
 
+/// Stale events of an account above `sequence`, in the order a guard reset
+/// applies them (the `intents_by_sequence` index).
+const STALE_ABOVE: &str = "
+select event_id from intents
+where source = $1 and account_id = $2 and event_sequence > $3 and status = 'stale'
+order by event_sequence, intent_id
+limit $4";
+
+/// Records a guard reset with the newest ledger entry of the account at that
+/// moment. Run under the guard's lock, which every posting on the account
+/// takes before its entry gets its id: every entry applied later has a
+/// higher id on both backends.
+const INSERT_GUARD_RESET: &str = "
+insert into guard_resets
+    (source, account_id, guard_before, reset_to, after_entry_id, audit_id, created_at)
+select $1, $2, $3, $4, coalesce(max(entry_id), 0), $5, $6
+from ledger_entries where source = $1 and account_id = $2";
+
 /// The event that holds `sequence` for this account, other than the intent
 /// being decided: applied, parked, or held as stale. Read under the guard
 /// lock, and no such row is created or released without that lock.
@@ -180,6 +198,47 @@ impl WriteTx {
             .fetch_optional(conn)
             .await)?;
         Ok(row.map(|(guard,)| guard))
+    }
+
+    /// The ids of the account's stale events above `sequence`, lowest
+    /// first; read under the guard's lock, which every stale decision holds.
+    pub async fn stale_event_ids_above(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = on_tx!(self, conn => sqlx::query_as(STALE_ABOVE)
+            .bind(source)
+            .bind(account_id)
+            .bind(sequence)
+            .bind(limit)
+            .fetch_all(conn)
+            .await)?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Records a reset of a guard this transaction has locked.
+    pub async fn insert_guard_reset(
+        &mut self,
+        source: &str,
+        account_id: &str,
+        (guard_before, reset_to): (i64, i64),
+        audit_id: i64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(INSERT_GUARD_RESET)
+            .bind(source)
+            .bind(account_id)
+            .bind(guard_before)
+            .bind(reset_to)
+            .bind(audit_id)
+            .bind(now)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
     }
 
     /// Sets a guard this transaction has locked.

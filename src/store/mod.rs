@@ -83,6 +83,9 @@ impl Store {
                     StoreError::Connect(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
+            // The first connection switches a new file to WAL, which needs
+            // the file to itself: instances starting at once take turns.
+            let _lock = start_lock(options.get_filename()).await?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(settings.max_connections)
                 .acquire_timeout(settings.acquire_timeout)
@@ -114,11 +117,17 @@ impl Store {
         }
     }
 
-    /// Applies the embedded migrations for this backend. On PostgreSQL sqlx
-    /// takes an advisory lock, so several instances may start at once.
+    /// Applies the embedded migrations for this backend, so that several
+    /// instances may start at once: on PostgreSQL sqlx takes an advisory
+    /// lock; on SQLite it takes none (two instances would both create the
+    /// tables, and one fail), so an exclusive lock on a file next to the
+    /// database is held meanwhile ([`start_lock`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await?,
+            Store::Sqlite(pool) => {
+                let _lock = start_lock(pool.connect_options().get_filename()).await?;
+                sqlx::migrate!("migrations/sqlite").run(pool).await?;
+            }
             Store::Postgres(pool) => {
                 // statement_timeout bounds request traffic; a migration, or
                 // waiting for another instance's migration lock, may take
@@ -159,6 +168,51 @@ impl Store {
         match self {
             Store::Sqlite(pool) => Some(pool.connect_options().get_filename().to_path_buf()),
             Store::Postgres(_) => None,
+        }
+    }
+}
+
+/// How long a starting instance waits for another one to open and migrate
+/// an SQLite database.
+const START_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// An exclusive lock on `<database>-start.lock` for what SQLite cannot do
+/// from two processes at once (switch a new file to WAL, migrate), held
+/// until dropped and released by the OS if the process dies. In-memory
+/// databases are private to their pool and need none. The file stays; it
+/// holds nothing.
+async fn start_lock(database: &std::path::Path) -> Result<Option<std::fs::File>, StoreError> {
+    if database.as_os_str().is_empty() || database.as_os_str() == ":memory:" {
+        return Ok(None);
+    }
+    let mut path = database.as_os_str().to_owned();
+    path.push("-start.lock");
+    let path = PathBuf::from(path);
+    let lock_error = |e: std::io::Error| {
+        StoreError::Connect(format!(
+            "cannot lock {} to open the database: {e}",
+            path.display()
+        ))
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(lock_error)?;
+    let deadline = tokio::time::Instant::now() + START_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(lock_error(std::io::Error::other(
+                    "another instance has held it for over 120 s",
+                )));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
         }
     }
 }

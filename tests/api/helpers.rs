@@ -90,6 +90,23 @@ release_batch = 3
     )
 }
 
+/// A new, empty database: its URL and what keeps it alive.
+async fn new_database(
+    backend: Backend,
+) -> (String, Option<tempfile::TempDir>, Option<TestDatabase>) {
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = format!("sqlite://{}/hookledger.db", dir.path().display());
+            (url, Some(dir), None)
+        }
+        Backend::Postgres(server_url) => {
+            let database = TestDatabase::create(&server_url).await;
+            (database.url.clone(), None, Some(database))
+        }
+    }
+}
+
 pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
@@ -129,22 +146,24 @@ impl TestApp {
         F: FnOnce(String) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        let (database_url, sqlite_dir, postgres) = match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let url = format!("sqlite://{}/hookledger.db", dir.path().display());
-                (url, Some(dir), None)
-            }
-            Backend::Postgres(server_url) => {
-                let database = TestDatabase::create(&server_url).await;
-                (database.url.clone(), None, Some(database))
-            }
-        };
+        let (database_url, sqlite_dir, postgres) = new_database(backend).await;
         prepare(database_url.clone()).await;
         let mut app = Self::start(database_url, &options).await;
         app._sqlite_dir = sqlite_dir;
         app._postgres = postgres;
         app
+    }
+
+    /// `n` instances started at the same moment on one new database, as a
+    /// deployment starts its replicas: all of them migrate at once.
+    pub async fn spawn_at_once(backend: Backend, n: usize) -> Vec<TestApp> {
+        let (database_url, sqlite_dir, postgres) = new_database(backend).await;
+        let options = Options::default();
+        let starts = (0..n).map(|_| Self::start(database_url.clone(), &options));
+        let mut apps = futures::future::join_all(starts).await;
+        apps[0]._sqlite_dir = sqlite_dir;
+        apps[0]._postgres = postgres;
+        apps
     }
 
     /// A second instance on this app's database, as in a deployment where

@@ -1,4 +1,4 @@
-//! The command line: `serve` (the default), `migrate`, `send`.
+//! The command line: `serve` (the default), `migrate`, `check`, `send`.
 
 mod send;
 
@@ -35,6 +35,9 @@ pub enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// Check the ledger invariants (as /admin/api/check does), print them as
+    /// JSON; exit 1 if any is violated.
+    Check,
     /// Sign a sample event exactly as the provider would, send it, print the answer.
     Send(Box<SendArgs>),
 }
@@ -47,6 +50,10 @@ pub enum CliError {
     Serve(std::io::Error),
     #[error("{0}")]
     Send(String),
+    #[error("{0} invariant violation(s); see the JSON on stdout")]
+    Violations(usize),
+    #[error("cannot check the ledger: {0}")]
+    Check(crate::store::StoreError),
 }
 
 impl From<config::ConfigError> for CliError {
@@ -65,7 +72,23 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             println!("migrations applied ({})", store.backend());
             Ok(())
         }
+        Command::Check => check(load(&cli.config)?).await,
         Command::Send(args) => send::run(*args).await.map_err(CliError::Send),
+    }
+}
+
+/// Migrates first (as `serve` does, so a new database checks clean), then
+/// runs the check once.
+async fn check(config: Config) -> Result<(), CliError> {
+    let store = connect_store(&config).await.map_err(StartupError::from)?;
+    store.migrate().await.map_err(StartupError::from)?;
+    let violations = store.check_invariants().await.map_err(CliError::Check)?;
+    let report = serde_json::json!({"ok": violations.is_empty(), "violations": violations});
+    println!("{report:#}");
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Violations(violations.len()))
     }
 }
 

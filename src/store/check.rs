@@ -23,6 +23,29 @@ group by account_id, currency
 having sum(balance) <> sum(entry)
 order by account_id, currency";
 
+/// The ledger chain: per (account, currency), in entry order, the running
+/// sum of amounts must equal every entry's `balance_after_minor` (with
+/// BALANCE_MISMATCHES, the last one is the balance). The first entry that
+/// breaks it, per (account, currency). One pass over the ledger, sorted by
+/// (account, currency, entry); measured in README.
+const BROKEN_CHAINS: &str = "
+select account_id, currency, entry_id, balance_after_minor, running_minor
+from (
+    select c.account_id, c.currency, c.entry_id, c.balance_after_minor, c.running_minor,
+        row_number() over (partition by c.account_id, c.currency order by c.entry_id) as nth
+    from (
+        select account_id, currency, entry_id, balance_after_minor,
+            cast(sum(amount_minor) over (
+                partition by account_id, currency order by entry_id
+                rows between unbounded preceding and current row) as bigint) as running_minor
+        from ledger_entries
+    ) as c
+    where c.running_minor <> c.balance_after_minor
+) as f
+where nth = 1
+order by account_id, currency
+limit 100";
+
 /// Ledger entries whose intent is missing, not applied, or disagrees
 /// (`is distinct from`: a NULL on the intent side is a disagreement too).
 const ORPHAN_ENTRIES: &str = "
@@ -159,6 +182,15 @@ pub enum Violation {
         guard: Option<i64>,
         highest_applied_or_skipped: i64,
     },
+    /// An entry whose `balance_after_minor` is not the sum of its account's
+    /// entries in that currency up to it (the first such, per account).
+    BrokenChain {
+        account_id: String,
+        currency: String,
+        entry_id: i64,
+        balance_after_minor: i64,
+        running_minor: i64,
+    },
     /// A payment's credited or reversed total is not its ledger's.
     PaymentMismatch {
         scope: String,
@@ -172,6 +204,7 @@ pub enum Violation {
 
 impl Store {
     /// Checks that balance = sum of ledger for every (account, currency), that
+    /// each entry's balance after is the running sum in entry order, that
     /// ledger entries and applied intents correspond one to one, that no
     /// (source, event_id) is stored twice, that no parked event was left
     /// behind by a release, that every guard is the highest sequence
@@ -192,6 +225,19 @@ impl Store {
             on_pool!(self, pool => sqlx::query_as(GUARD_MISMATCHES).fetch_all(pool).await)?;
         let payments: Vec<(String, String, i64, i64, i64, i64)> =
             on_pool!(self, pool => sqlx::query_as(PAYMENT_MISMATCHES).fetch_all(pool).await)?;
+        let chains: Vec<(String, String, i64, i64, i64)> =
+            on_pool!(self, pool => sqlx::query_as(BROKEN_CHAINS).fetch_all(pool).await)?;
+        let chains = chains.into_iter().map(
+            |(account_id, currency, entry_id, balance_after_minor, running_minor)| {
+                Violation::BrokenChain {
+                    account_id,
+                    currency,
+                    entry_id,
+                    balance_after_minor,
+                    running_minor,
+                }
+            },
+        );
         let payments = payments.into_iter().map(
             |(scope, payment_ref, credited, reversed, ledger_credited, ledger_reversed)| {
                 Violation::PaymentMismatch {
@@ -245,6 +291,7 @@ impl Store {
                     }
                 });
         Ok(mismatches
+            .chain(chains)
             .chain(orphans)
             .chain(unposted)
             .chain(duplicates)

@@ -131,7 +131,69 @@ async fn the_check_reports_a_stuck_release_and_a_wrong_guard(backend: Backend) {
     }));
 }
 
+/// The ledger chain: each entry's balance after is the running sum in entry
+/// order. Two entries whose balances after were swapped keep every sum and
+/// the final balance right; only the chain shows it. `hookledger check`
+/// reports the same and exits 1.
+async fn the_check_follows_the_ledger_chain(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    for (n, amount) in [(1, 100), (2, 20), (3, 3)] {
+        app.send_ok(&credit(&format!("msg_{n}"), "acct_1", amount))
+            .await;
+    }
+    app.send_ok(&credit("msg_4", "acct_2", 7)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run_check = || {
+        crate::process::hookledger(dir.path())
+            .arg("check")
+            .env("HOOKLEDGER_DATABASE_URL", &app.database_url)
+            .output()
+            .unwrap()
+    };
+    let clean = run_check();
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&clean.stdout).unwrap();
+    assert_eq!(report, serde_json::json!({"ok": true, "violations": []}));
+
+    // msg_1 says 120 after it and msg_2 says 100: the sums still agree.
+    app.execute_sql(
+        "update ledger_entries set balance_after_minor = case event_id
+            when 'msg_1' then 120 when 'msg_2' then 100 end
+        where event_id in ('msg_1', 'msg_2')",
+    )
+    .await
+    .unwrap();
+    let violations = app.store().check_invariants().await.unwrap();
+    let first = app.entries("acct_1").await.last().unwrap()["entry_id"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        violations,
+        [Violation::BrokenChain {
+            account_id: "acct_1".into(),
+            currency: "USD".into(),
+            entry_id: first,
+            balance_after_minor: 120,
+            running_minor: 100,
+        }]
+    );
+    let broken = run_check();
+    assert_eq!(broken.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&broken.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["violations"][0]["kind"], "broken_chain", "{report}");
+    assert_eq!(
+        String::from_utf8_lossy(&broken.stderr).lines().last(),
+        Some("hookledger: 1 invariant violation(s); see the JSON on stdout")
+    );
+}
+
 both_backends!(
+    the_check_follows_the_ledger_chain,
     the_check_reports_a_stuck_release_and_a_wrong_guard,
     the_check_reports_each_kind_of_corruption,
     an_entry_that_disagrees_with_its_intent_is_reported,

@@ -65,6 +65,9 @@ impl Application {
         };
         let listener = TcpListener::bind(&config.listen).map_err(bind_error)?;
         let port = listener.local_addr().map_err(bind_error)?.port();
+        for warning in &config.warnings {
+            tracing::warn!("{warning}");
+        }
         let store = connect_store(&config).await?;
         store.migrate().await?;
         place_in_scopes(&store, &config.sources).await?;
@@ -163,14 +166,11 @@ impl Application {
 }
 
 /// Moves each source's rows into its configured scope before serving, and
-/// says what stayed behind and which sources are split across scopes.
+/// says what stayed behind.
 async fn place_in_scopes(
     store: &Store,
     sources: &[crate::source::Source],
 ) -> Result<(), StoreError> {
-    for warning in crate::config::scope_warnings(sources) {
-        tracing::warn!("{warning}");
-    }
     let pairs: Vec<(&str, &str)> = sources
         .iter()
         .map(|s| (s.name.as_str(), s.scope.as_str()))

@@ -20,14 +20,25 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-fn parsed<T: FromStr>(env: Env<'_>, var: &str) -> Result<Option<T>, ConfigError> {
-    env(var)
-        .map(|text| {
-            text.trim()
-                .parse()
-                .map_err(|_| ConfigError::new(var, format!("cannot parse {text:?}")))
-        })
-        .transpose()
+/// The variable parsed, if set; a value that does not parse is recorded in
+/// `errors` (every problem of a config is reported at once).
+fn parsed<T: FromStr>(env: Env<'_>, errors: &mut Vec<ConfigError>, var: &str) -> Option<T> {
+    let text = env(var)?;
+    match text.trim().parse() {
+        Ok(value) => Some(value),
+        Err(_) => {
+            errors.push(ConfigError::new(var, format!("cannot parse {text:?}")));
+            None
+        }
+    }
+}
+
+/// The environment variable that sets `key` of the source named `name`.
+pub(super) fn source_var(name: &str, key: &str) -> String {
+    format!(
+        "HOOKLEDGER_SOURCE_{}_{key}",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 fn set<T>(slot: &mut Option<T>, value: Option<T>) {
@@ -36,50 +47,53 @@ fn set<T>(slot: &mut Option<T>, value: Option<T>) {
     }
 }
 
-pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
+/// Applies every override; the values that do not parse are all returned.
+pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    let errors = &mut errors;
     set(&mut raw.listen, env("HOOKLEDGER_LISTEN"));
     set(&mut raw.database_url, env("HOOKLEDGER_DATABASE_URL"));
     set(&mut raw.data_dir, env("HOOKLEDGER_DATA_DIR"));
     set(
         &mut raw.max_body_bytes,
-        parsed(env, "HOOKLEDGER_MAX_BODY_BYTES")?,
+        parsed(env, errors, "HOOKLEDGER_MAX_BODY_BYTES"),
     );
-    set(&mut raw.workers, parsed(env, "HOOKLEDGER_WORKERS")?);
+    set(&mut raw.workers, parsed(env, errors, "HOOKLEDGER_WORKERS"));
     set(
         &mut raw.release_sweep_secs,
-        parsed(env, "HOOKLEDGER_RELEASE_SWEEP_SECS")?,
+        parsed(env, errors, "HOOKLEDGER_RELEASE_SWEEP_SECS"),
     );
     set(
         &mut raw.database.max_connections,
-        parsed(env, "HOOKLEDGER_DATABASE_MAX_CONNECTIONS")?,
+        parsed(env, errors, "HOOKLEDGER_DATABASE_MAX_CONNECTIONS"),
     );
     set(
         &mut raw.database.acquire_timeout_secs,
-        parsed(env, "HOOKLEDGER_DATABASE_ACQUIRE_TIMEOUT_SECS")?,
+        parsed(env, errors, "HOOKLEDGER_DATABASE_ACQUIRE_TIMEOUT_SECS"),
     );
     set(
         &mut raw.database.busy_timeout_ms,
-        parsed(env, "HOOKLEDGER_DATABASE_BUSY_TIMEOUT_MS")?,
+        parsed(env, errors, "HOOKLEDGER_DATABASE_BUSY_TIMEOUT_MS"),
     );
     set(
         &mut raw.database.statement_timeout_ms,
-        parsed(env, "HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS")?,
+        parsed(env, errors, "HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS"),
     );
     set(
         &mut raw.limits.read_timeout_secs,
-        parsed(env, "HOOKLEDGER_LIMITS_READ_TIMEOUT_SECS")?,
+        parsed(env, errors, "HOOKLEDGER_LIMITS_READ_TIMEOUT_SECS"),
     );
     set(
         &mut raw.limits.max_connections,
-        parsed(env, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS")?,
+        parsed(env, errors, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS"),
     );
     set(
         &mut raw.limits.max_connections_per_address,
-        parsed(env, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS_PER_ADDRESS")?,
+        parsed(env, errors, "HOOKLEDGER_LIMITS_MAX_CONNECTIONS_PER_ADDRESS"),
     );
     set(
         &mut raw.limits.log_summary_secs,
-        parsed(env, "HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS")?,
+        parsed(env, errors, "HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS"),
     );
     if let Some(list) = env("HOOKLEDGER_LIMITS_TRUSTED_PROXIES") {
         raw.limits.trusted_proxies = comma_list(&list);
@@ -87,12 +101,12 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Result<(), ConfigError> {
     set(&mut raw.admin.token, env("HOOKLEDGER_ADMIN_TOKEN"));
     set(
         &mut raw.admin.session_ttl_secs,
-        parsed(env, "HOOKLEDGER_ADMIN_SESSION_TTL_SECS")?,
+        parsed(env, errors, "HOOKLEDGER_ADMIN_SESSION_TTL_SECS"),
     );
     for source in &mut raw.sources {
-        apply_source(source, env)?;
+        apply_source(source, env, errors);
     }
-    Ok(())
+    std::mem::take(errors)
 }
 
 /// `a, b,,c` -> `["a", "b", "c"]`.
@@ -103,51 +117,47 @@ fn comma_list(list: &str) -> Vec<String> {
         .collect()
 }
 
-fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError> {
-    let prefix = format!(
-        "HOOKLEDGER_SOURCE_{}_",
-        source.name.to_ascii_uppercase().replace('-', "_")
-    );
-    let var = |key: &str| format!("{prefix}{key}");
+fn apply_source(source: &mut RawSource, env: Env<'_>, errors: &mut Vec<ConfigError>) {
+    let name = source.name.clone();
+    let var = |key: &str| source_var(&name, key);
     if let Some(list) = env(&var("SECRETS")) {
         source.secrets = comma_list(&list);
     }
     set(
         &mut source.tolerance_secs,
-        parsed(env, &var("TOLERANCE_SECS"))?,
+        parsed(env, errors, &var("TOLERANCE_SECS")),
     );
     set(&mut source.account_path, env(&var("ACCOUNT_PATH")));
     if let Some(text) = env(&var("ON_STALE")) {
-        source.on_stale = Some(parse_on_stale(&text).ok_or_else(|| {
-            ConfigError::new(
+        match parse_on_stale(&text) {
+            Some(on_stale) => source.on_stale = Some(on_stale),
+            None => errors.push(ConfigError::new(
                 var("ON_STALE"),
                 "must be hold, apply, or per effect like credit=apply,debit=hold",
-            )
-        })?);
+            )),
+        }
     }
     if let Some(text) = env(&var("ORDERING")) {
-        source.ordering = Some(match text.trim() {
-            "high-water" => OrderingMode::HighWater,
-            "contiguous" => OrderingMode::Contiguous,
-            _ => {
-                return Err(ConfigError::new(
-                    var("ORDERING"),
-                    "must be high-water or contiguous",
-                ));
-            }
-        });
+        match text.trim() {
+            "high-water" => source.ordering = Some(OrderingMode::HighWater),
+            "contiguous" => source.ordering = Some(OrderingMode::Contiguous),
+            _ => errors.push(ConfigError::new(
+                var("ORDERING"),
+                "must be high-water or contiguous",
+            )),
+        }
     }
     set(
         &mut source.first_sequence,
-        parsed(env, &var("FIRST_SEQUENCE"))?,
+        parsed(env, errors, &var("FIRST_SEQUENCE")),
     );
     set(
         &mut source.gap_timeout_secs,
-        parsed(env, &var("GAP_TIMEOUT_SECS"))?,
+        parsed(env, errors, &var("GAP_TIMEOUT_SECS")),
     );
     set(
         &mut source.release_batch,
-        parsed(env, &var("RELEASE_BATCH"))?,
+        parsed(env, errors, &var("RELEASE_BATCH")),
     );
     if let Some(list) = env(&var("CREDIT_TYPES")) {
         source.credit_types = Some(comma_list(&list));
@@ -170,26 +180,24 @@ fn apply_source(source: &mut RawSource, env: Env<'_>) -> Result<(), ConfigError>
         set(slot, env(&var(name)));
     }
     if let Some(text) = env(&var("AMOUNT_FORMAT")) {
-        source.amount_format = Some(AmountFormat::parse(text.trim()).ok_or_else(|| {
-            ConfigError::new(
+        match AmountFormat::parse(text.trim()) {
+            Some(format) => source.amount_format = Some(format),
+            None => errors.push(ConfigError::new(
                 var("AMOUNT_FORMAT"),
                 "must be minor, minor-string or decimal",
-            )
-        })?);
+            )),
+        }
     }
     if let Some(text) = env(&var("NEGATIVE_BALANCE")) {
-        source.negative_balance = Some(match text.trim() {
-            "hold" => NegativeBalance::Hold,
-            "allow" => NegativeBalance::Allow,
-            _ => {
-                return Err(ConfigError::new(
-                    var("NEGATIVE_BALANCE"),
-                    "must be hold or allow",
-                ));
-            }
-        });
+        match text.trim() {
+            "hold" => source.negative_balance = Some(NegativeBalance::Hold),
+            "allow" => source.negative_balance = Some(NegativeBalance::Allow),
+            _ => errors.push(ConfigError::new(
+                var("NEGATIVE_BALANCE"),
+                "must be hold or allow",
+            )),
+        }
     }
-    Ok(())
 }
 
 fn parse_action(text: &str) -> Option<StaleAction> {

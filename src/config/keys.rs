@@ -2,7 +2,7 @@
 //! verifies with certificates (PayPal), from its certificate files.
 
 use super::raw::RawSource;
-use super::{ConfigError, Env, resolve_secret};
+use super::{ConfigError, Env, Problems, resolve_secret};
 use crate::secret::Secret;
 
 /// The source's verification keys, from its secrets, or for a kind that
@@ -55,26 +55,39 @@ pub(super) fn keys(
         if raw.secrets.is_empty() {
             return Err(ConfigError::new(
                 format!("{key}.secrets"),
-                "no webhook secret configured: set secrets = [\"...\"] or HOOKLEDGER_SOURCE_<NAME>_SECRETS",
+                format!(
+                    "no webhook secret configured: set secrets = [\"...\"] or {}",
+                    super::env::source_var(&raw.name, "SECRETS")
+                ),
             ));
         }
-        raw.secrets
+        let mut problems = Problems::default();
+        let values = raw
+            .secrets
             .iter()
             .enumerate()
-            .map(|(i, value)| {
+            .filter_map(|(i, value)| {
                 let item = format!("{key}.secrets[{i}]");
-                resolve_secret(value, env, &item).map(|secret| (item, secret))
+                problems.take(resolve_secret(value, env, &item).map(|secret| (item, secret)))
             })
-            .collect::<Result<_, _>>()?
+            .collect();
+        problems.into_result()?;
+        values
     };
     let mut keys = Vec::new();
     let mut key_secrets = Vec::new();
+    let mut problems = Problems::default();
     for (i, (item, secret)) in values.into_iter().enumerate() {
-        let derived = provider
-            .keys_from_secret(&secret)
-            .map_err(|e| ConfigError::new(item, e))?;
+        let Some(derived) = problems.take(
+            provider
+                .keys_from_secret(&secret)
+                .map_err(|e| ConfigError::new(item, e)),
+        ) else {
+            continue;
+        };
         key_secrets.extend(std::iter::repeat_n(i, derived.len()));
         keys.extend(derived);
     }
+    problems.into_result()?;
     Ok((keys, key_secrets))
 }

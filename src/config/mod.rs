@@ -54,6 +54,9 @@ pub struct Config {
     /// token, demo secret), shown at start-up to the person running it.
     /// Configured secrets are never listed here.
     pub self_managed: Vec<SelfManaged>,
+    /// Things that are allowed but probably wrong (a secret that looks like
+    /// a shell variable), logged at start-up and shown by `check-config`.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,10 +72,13 @@ pub struct AdminSettings {
     pub session_ttl_secs: u64,
 }
 
+/// What is wrong with a config: the first problem, and every other one found
+/// with it, so that one start-up reports all of them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct ConfigError {
     pub key: String,
     pub message: String,
+    pub others: Vec<ConfigError>,
 }
 
 impl ConfigError {
@@ -80,13 +86,91 @@ impl ConfigError {
         Self {
             key: key.into(),
             message: message.into(),
+            others: Vec::new(),
         }
+    }
+
+    /// Every problem, the first one first.
+    pub fn all(&self) -> impl Iterator<Item = &ConfigError> {
+        std::iter::once(self).chain(&self.others)
+    }
+
+    /// Several problems as one error; `None` when there are none.
+    fn gather(problems: Vec<ConfigError>) -> Option<ConfigError> {
+        let mut problems = problems
+            .into_iter()
+            .flat_map(|p| {
+                let others = p.others.clone();
+                std::iter::once(ConfigError::new(p.key, p.message)).chain(others)
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
+        let mut first = problems.next()?;
+        first.others = problems.collect();
+        Some(first)
+    }
+
+    fn prefix_keys(mut self, prefix: &str) -> Self {
+        self.key = format!("{prefix}: {}", self.key);
+        self.others = self
+            .others
+            .into_iter()
+            .map(|o| o.prefix_keys(prefix))
+            .collect();
+        self
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "config error: {}: {}", self.key, self.message)
+        if self.others.is_empty() {
+            return write!(f, "config error: {}: {}", self.key, self.message);
+        }
+        write!(f, "{} config errors:", 1 + self.others.len())?;
+        for problem in self.all() {
+            write!(f, "\n  {}: {}", problem.key, problem.message)?;
+        }
+        Ok(())
+    }
+}
+
+/// Problems found while building a config, gathered rather than returned at
+/// the first.
+#[derive(Default)]
+struct Problems(Vec<ConfigError>);
+
+impl Problems {
+    /// The value, or `None` with its error recorded.
+    fn take<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
+        result.map_err(|e| self.0.push(e)).ok()
+    }
+
+    fn push(&mut self, error: ConfigError) {
+        self.0.push(error);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn into_result(self) -> Result<(), ConfigError> {
+        ConfigError::gather(self.0).map_or(Ok(()), Err)
+    }
+}
+
+/// `Err` for a number outside `range`, naming the key.
+fn in_range(
+    key: &str,
+    value: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::new(
+            key,
+            format!("must be between {} and {}", range.start(), range.end()),
+        ))
     }
 }
 
@@ -104,10 +188,7 @@ pub fn load(explicit: Option<&Path>, env: Env<'_>) -> Result<Config, ConfigError
     let key = path.display().to_string();
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ConfigError::new(&key, format!("cannot read: {e}")))?;
-    from_toml(&text, env).map_err(|mut e| {
-        e.key = format!("{key}: {}", e.key);
-        e
-    })
+    from_toml(&text, env).map_err(|e| e.prefix_keys(&key))
 }
 
 /// Parses and validates a config text (no demo source).
@@ -156,30 +237,34 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             ..RawSource::default()
         });
     }
-    env::apply(&mut raw, env)?;
+    let mut problems = Problems::default();
+    for error in env::apply(&mut raw, env) {
+        problems.push(error);
+    }
+    let mut warnings = placeholder_warnings(&raw);
 
-    let max_body_bytes = raw.max_body_bytes.unwrap_or(256 * 1024);
-    if !(1..=64 * 1024 * 1024).contains(&max_body_bytes) {
-        return Err(ConfigError::new(
+    let max_body_bytes = problems
+        .take(in_range(
             "max_body_bytes",
-            "must be between 1 and 67108864",
-        ));
-    }
-    let release_sweep_secs = raw.release_sweep_secs.unwrap_or(10);
-    if !(1..=86_400).contains(&release_sweep_secs) {
-        return Err(ConfigError::new(
+            raw.max_body_bytes.unwrap_or(256 * 1024),
+            1..=64 * 1024 * 1024,
+        ))
+        .unwrap_or(1);
+    let release_sweep_secs = problems
+        .take(in_range(
             "release_sweep_secs",
-            "must be between 1 and 86400",
-        ));
-    }
-    let limits = limits::build(&raw.limits)?;
-    let max_connections = raw.database.max_connections.unwrap_or(10);
-    if !(1..=1000).contains(&max_connections) {
-        return Err(ConfigError::new(
+            raw.release_sweep_secs.unwrap_or(10),
+            1..=86_400,
+        ))
+        .unwrap_or(1);
+    let limits = problems.take(limits::build(&raw.limits));
+    let max_connections = problems
+        .take(in_range(
             "database.max_connections",
-            "must be between 1 and 1000",
-        ));
-    }
+            raw.database.max_connections.unwrap_or(10),
+            1..=1000,
+        ))
+        .unwrap_or(1);
     let database_url = raw
         .database_url
         .unwrap_or_else(|| format!("sqlite://{}/hookledger.db", data_dir.display()));
@@ -187,26 +272,36 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         .iter()
         .any(|s| database_url.starts_with(s))
     {
-        return Err(ConfigError::new(
+        problems.push(ConfigError::new(
             "database_url",
             "must start with sqlite:, postgres: or postgresql:",
         ));
     }
-
-    // Sources first: a config that is going to be refused must not leave a
-    // generated admin token behind.
-    let sources = build_sources(raw.sources, env)?;
-    let token = match raw.admin.token.take() {
-        Some(token) => {
-            let token = resolve_secret(&token, env, "admin.token")?;
+    let sources = problems.take(build_sources(raw.sources, env));
+    let configured_token = raw.admin.token.take().map(|token| {
+        resolve_secret(&token, env, "admin.token").and_then(|token| {
             if token.expose().len() < 16 {
-                return Err(ConfigError::new(
+                Err(ConfigError::new(
                     "admin.token",
                     "must be at least 16 characters",
-                ));
+                ))
+            } else {
+                Ok(token)
             }
-            token
-        }
+        })
+    });
+    let configured_token = configured_token.and_then(|t| problems.take(t));
+    // Every problem first: a config that is going to be refused must not
+    // leave a generated admin token behind.
+    let (Some(limits), Some(sources)) = (limits, sources) else {
+        return Err(problems.into_result().expect_err("a part failed"));
+    };
+    if !problems.is_empty() {
+        return Err(problems.into_result().expect_err("not empty"));
+    }
+    warnings.extend(scope_warnings(&sources));
+    let token = match configured_token {
+        Some(token) => token,
         None => generate(
             &data_dir,
             "admin_token",
@@ -240,7 +335,51 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         },
         sources,
         self_managed,
+        warnings,
     })
+}
+
+/// Secrets written in the file that look like something meant to be
+/// replaced (`$STRIPE_WEBHOOK_SECRET`, `<secret>`): taken literally, they
+/// would verify nothing, so start-up says so.
+fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
+    let mut values: Vec<(String, &str)> = Vec::new();
+    if let Some(token) = &raw.admin.token {
+        values.push(("admin.token".to_owned(), token));
+    }
+    for source in &raw.sources {
+        for (i, secret) in source.secrets.iter().enumerate() {
+            values.push((format!("sources[{}].secrets[{i}]", source.name), secret));
+        }
+    }
+    values
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let variable = value
+                .strip_prefix("${")
+                .and_then(|v| v.strip_suffix('}'))
+                .or_else(|| value.strip_prefix('$'))
+                .filter(|v| {
+                    !v.is_empty()
+                        && v.chars()
+                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                });
+            if let Some(variable) = variable {
+                return Some(format!(
+                    "{key} is the text {value:?}, taken literally; to read the environment \
+                     variable write \"env:{variable}\""
+                ));
+            }
+            let lower = value.to_ascii_lowercase();
+            let placeholder = (value.starts_with('<') && value.ends_with('>'))
+                || ["changeme", "change-me", "replace", "your_", "your-", "xxxx", "todo"]
+                    .iter()
+                    .any(|p| lower.contains(p));
+            placeholder.then(|| {
+                format!("{key} looks like a placeholder ({value:?}); it is used as the secret as written")
+            })
+        })
+        .collect()
 }
 
 /// Loads or creates a self-managed secret and records it for the banner.
@@ -268,35 +407,50 @@ fn generate(
 /// `env:NAME` reads the secret from the environment variable NAME.
 pub(super) fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
     match value.strip_prefix("env:") {
-        Some(var) => env(var)
-            .filter(|v| !v.is_empty())
-            .map(Secret::new)
-            .ok_or_else(|| ConfigError::new(key, format!("environment variable {var} is not set"))),
+        Some(var) => match env(var) {
+            Some(v) if !v.is_empty() => Ok(Secret::new(v)),
+            Some(_) => Err(ConfigError::new(
+                key,
+                format!("environment variable {var} is empty"),
+            )),
+            None => Err(ConfigError::new(
+                key,
+                format!("environment variable {var} is not set"),
+            )),
+        },
         None => Ok(Secret::new(value)),
     }
 }
 
 fn build_sources(raw: Vec<RawSource>, env: Env<'_>) -> Result<Vec<Source>, ConfigError> {
     let mut seen = HashSet::new();
-    raw.into_iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            let key = format!("sources[{i}]");
-            let name = SourceName::parse(&raw.name)
-                .map_err(|e| ConfigError::new(format!("{key}.name"), e.to_string()))?;
-            let key = format!("sources[{name}]");
-            if !seen.insert(name.clone()) {
-                return Err(ConfigError::new(
-                    format!("{key}.name"),
-                    "duplicate source name",
-                ));
-            }
-            build_source(name, raw, env, &key)
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(|sources| scopes::check_kinds(&sources).map(|()| sources))
+    let mut problems = Problems::default();
+    let mut sources = Vec::new();
+    for (i, raw) in raw.into_iter().enumerate() {
+        let key = format!("sources[{i}]");
+        let Some(name) = problems.take(
+            SourceName::parse(&raw.name)
+                .map_err(|e| ConfigError::new(format!("{key}.name"), e.to_string())),
+        ) else {
+            continue;
+        };
+        let key = format!("sources[{name}]");
+        if !seen.insert(name.clone()) {
+            problems.push(ConfigError::new(
+                format!("{key}.name"),
+                "duplicate source name",
+            ));
+            continue;
+        }
+        sources.extend(problems.take(build_source(name, raw, env, &key)));
+    }
+    problems.into_result()?;
+    scopes::check_kinds(&sources)?;
+    Ok(sources)
 }
 
+/// One source; every problem of it is reported (the kind's first: without a
+/// known kind nothing else can be checked).
 fn build_source(
     name: SourceName,
     raw: RawSource,
@@ -310,52 +464,57 @@ fn build_source(
             format!("unknown kind {:?} (known: {})", raw.kind, known.join(", ")),
         )
     })?;
-    let (keys, key_secrets) = keys::keys(&raw, provider, env, key)?;
-    let tolerance_secs = match (provider.default_tolerance_secs(), raw.tolerance_secs) {
-        (0, Some(_)) => {
-            return Err(ConfigError::new(
-                format!("{key}.tolerance_secs"),
-                format!(
-                    "kind {} signs no timestamp, so there is no replay window to set",
-                    provider.kind()
-                ),
-            ));
-        }
-        (0, None) => 0,
-        (default, set) => {
-            let secs = set.unwrap_or(default);
-            if !(1..=7 * 24 * 3600).contains(&secs) {
-                return Err(ConfigError::new(
-                    format!("{key}.tolerance_secs"),
-                    "must be between 1 and 604800",
-                ));
-            }
-            secs
-        }
-    };
-    let ordering = ordering::policy(&raw, provider, key)?;
-    let mapping = mapping::mapping(&raw, provider, key)?;
-    if ordering.mode == crate::domain::OrderingMode::Contiguous
-        && mapping::links_payments(provider, &mapping)
+    let mut problems = Problems::default();
+    let keys = problems.take(keys::keys(&raw, provider, env, key));
+    let tolerance_secs = problems.take(tolerance(&raw, provider, key));
+    let ordering = problems.take(ordering::policy(&raw, provider, key));
+    let mapping = problems.take(mapping::mapping(&raw, provider, key));
+    if let (Some(ordering), Some(mapping)) = (&ordering, &mapping)
+        && ordering.mode == crate::domain::OrderingMode::Contiguous
+        && mapping::links_payments(provider, mapping)
     {
-        return Err(ConfigError::new(
+        problems.push(ConfigError::new(
             format!("{key}.ordering"),
             "this source's types credit or reverse provider payments, which are matched \
              to each other, and contiguous streams are not: use high-water",
         ));
     }
-    let (scope, scope_explicit) = match &raw.scope {
-        Some(scope) => {
-            let scope = SourceName::parse(scope).map_err(|_| {
+    let scope = problems.take(match &raw.scope {
+        Some(scope) => SourceName::parse(scope)
+            .map(|scope| (scope.as_str().to_owned(), true))
+            .map_err(|_| {
                 ConfigError::new(
                     format!("{key}.scope"),
                     "must be 1-64 characters of a-z, 0-9, '-' or '_'",
                 )
-            })?;
-            (scope.as_str().to_owned(), true)
-        }
-        None if provider.global_ids() => (provider.kind().to_owned(), false),
-        None => (name.as_str().to_owned(), false),
+            }),
+        None if provider.global_ids() => Ok((provider.kind().to_owned(), false)),
+        None => Ok((name.as_str().to_owned(), false)),
+    });
+    let negative_balance = ordering
+        .as_ref()
+        .and_then(|ordering| problems.take(mapping::negative_balance(&raw, ordering.mode, key)));
+    let settings = problems.take(mapping::settings(&raw, provider, key));
+    problems.into_result()?;
+    let (
+        Some((keys, key_secrets)),
+        Some(tolerance_secs),
+        Some(ordering),
+        Some(mapping),
+        Some((scope, scope_explicit)),
+        Some(negative_balance),
+        Some(settings),
+    ) = (
+        keys,
+        tolerance_secs,
+        ordering,
+        mapping,
+        scope,
+        negative_balance,
+        settings,
+    )
+    else {
+        unreachable!("every part is present when no problem was recorded");
     };
     Ok(Source {
         name,
@@ -365,11 +524,34 @@ fn build_source(
         keys,
         key_secrets,
         tolerance_secs,
-        negative_balance: mapping::negative_balance(&raw, ordering.mode, key)?,
-        settings: mapping::settings(&raw, provider, key)?,
+        negative_balance,
+        settings,
         ordering,
         mapping,
     })
+}
+
+/// The source's replay window: the kind's default, or as set.
+fn tolerance(
+    raw: &RawSource,
+    provider: &dyn crate::providers::Provider,
+    key: &str,
+) -> Result<u64, ConfigError> {
+    match (provider.default_tolerance_secs(), raw.tolerance_secs) {
+        (0, Some(_)) => Err(ConfigError::new(
+            format!("{key}.tolerance_secs"),
+            format!(
+                "kind {} signs no timestamp, so there is no replay window to set",
+                provider.kind()
+            ),
+        )),
+        (0, None) => Ok(0),
+        (default, set) => in_range(
+            &format!("{key}.tolerance_secs"),
+            set.unwrap_or(default),
+            1..=7 * 24 * 3600,
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -282,23 +282,29 @@ fn without_a_file_a_demo_source_and_token_are_generated_and_kept() {
     assert_eq!(first.sources[0].keys, second.sources[0].keys);
 }
 
+/// The example runs with one edit: the Stripe signing secret. The admin
+/// token is generated (here in a temporary data_dir).
 #[test]
-fn the_example_config_is_valid() {
+fn the_example_config_needs_one_variable() {
     let text = include_str!("../../hookledger.example.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().display().to_string();
+    let missing = from_toml(text, &with_env(&[("HOOKLEDGER_DATA_DIR", &data_dir)])).unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "config error: sources[stripe].secrets[0]: environment variable STRIPE_WEBHOOK_SECRET is not set"
+    );
     let env = with_env(&[
-        ("HOOKLEDGER_ADMIN_TOKEN_VALUE", TOKEN),
+        ("HOOKLEDGER_DATA_DIR", &data_dir),
         ("STRIPE_WEBHOOK_SECRET", "whsec_current"),
-        ("STRIPE_WEBHOOK_SECRET_PREVIOUS", "whsec_previous"),
-        (
-            "BILLING_WEBHOOK_SECRET",
-            "whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4",
-        ),
     ]);
     let config = from_toml(text, &env).unwrap();
     let names: Vec<_> = config.sources.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["stripe", "billing"]);
-    assert_eq!(config.sources[0].keys.len(), 2);
+    assert_eq!(names, ["stripe"]);
+    assert_eq!(config.sources[0].keys.len(), 1);
+    assert_eq!(config.self_managed[0].what, "admin token");
     assert!(config.database_url.starts_with("sqlite://"));
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
 }
 
 #[test]
@@ -381,5 +387,99 @@ fn limits_out_of_range_name_their_key() {
     assert_eq!(
         error_key("[limits]\nmax_connections = 0"),
         "limits.max_connections"
+    );
+}
+
+#[test]
+fn every_problem_of_a_config_is_reported_at_once() {
+    let error = parse(
+        r#"
+max_body_bytes = 0
+[[sources]]
+name = "stripe"
+kind = "stripe"
+secrets = ["env:STRIPE_WEBHOOK_SECRET", "env:STRIPE_WEBHOOK_SECRET_PREVIOUS"]
+[[sources]]
+name = "billing"
+kind = "standard-webhooks"
+secrets = ["env:BILLING_WEBHOOK_SECRET"]
+tolerance_secs = 0
+"#,
+        &[("STRIPE_WEBHOOK_SECRET_PREVIOUS", "")],
+    )
+    .unwrap_err();
+    let all: Vec<(String, String)> = error
+        .all()
+        .map(|e| (e.key.clone(), e.message.clone()))
+        .collect();
+    let expected = [
+        ("max_body_bytes", "must be between 1 and 67108864"),
+        (
+            "sources[stripe].secrets[0]",
+            "environment variable STRIPE_WEBHOOK_SECRET is not set",
+        ),
+        (
+            "sources[stripe].secrets[1]",
+            "environment variable STRIPE_WEBHOOK_SECRET_PREVIOUS is empty",
+        ),
+        (
+            "sources[billing].secrets[0]",
+            "environment variable BILLING_WEBHOOK_SECRET is not set",
+        ),
+        (
+            "sources[billing].tolerance_secs",
+            "must be between 1 and 604800",
+        ),
+    ];
+    assert_eq!(
+        all,
+        expected
+            .iter()
+            .map(|(k, m)| (k.to_string(), m.to_string()))
+            .collect::<Vec<_>>()
+    );
+    let text = error.to_string();
+    assert!(
+        text.starts_with("5 config errors:\n  max_body_bytes: "),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 6, "{text}");
+}
+
+#[test]
+fn a_source_without_secrets_names_its_own_variable() {
+    let error = parse(
+        "[[sources]]\nname = \"stripe-eu\"\nkind = \"stripe\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.message,
+        "no webhook secret configured: set secrets = [\"...\"] or HOOKLEDGER_SOURCE_STRIPE_EU_SECRETS"
+    );
+}
+
+#[test]
+fn secrets_that_look_like_placeholders_are_warned_about() {
+    let config = parse(
+        r#"
+[[sources]]
+name = "stripe"
+kind = "stripe"
+secrets = ["$STRIPE_WEBHOOK_SECRET", "${OTHER}", "<your secret>", "whsec_real"]
+"#,
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        config.warnings,
+        [
+            "sources[stripe].secrets[0] is the text \"$STRIPE_WEBHOOK_SECRET\", taken literally; \
+             to read the environment variable write \"env:STRIPE_WEBHOOK_SECRET\"",
+            "sources[stripe].secrets[1] is the text \"${OTHER}\", taken literally; to read the \
+             environment variable write \"env:OTHER\"",
+            "sources[stripe].secrets[2] looks like a placeholder (\"<your secret>\"); it is used \
+             as the secret as written",
+        ]
     );
 }

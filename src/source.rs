@@ -18,6 +18,9 @@ pub struct Source {
     pub keys: Vec<KeyBytes>,
     /// For each key, the position of the configured secret it came from.
     pub key_secrets: Vec<usize>,
+    /// Where each configured secret (or certificate) came from, for people:
+    /// `environment variable STRIPE_WEBHOOK_SECRET`, `the config file`.
+    pub secret_origins: Vec<String>,
     /// 0 for kinds that sign no timestamp.
     pub tolerance_secs: u64,
     pub negative_balance: NegativeBalance,

@@ -53,8 +53,26 @@ pub struct Application {
     context: Data<Context>,
 }
 
+/// Opens the configured database. The data directory (and an SQLite file's
+/// folder inside it) is created; a folder elsewhere must exist already, so
+/// a typo in `database_url` never creates folders anywhere on disk.
 pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
+    if let Some(folder) = sqlite_folder(&config.database_url)
+        && folder.starts_with(&config.data_dir)
+    {
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| StoreError::Connect(format!("cannot create {}: {e}", folder.display())))?;
+    }
     Store::connect(&config.database_url, &config.database).await
+}
+
+/// The folder of an `sqlite:` database file, as given.
+fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let path = rest.strip_prefix("//").unwrap_or(rest);
+    let path = path.split('?').next()?;
+    let folder = std::path::Path::new(path).parent()?;
+    (!folder.as_os_str().is_empty()).then(|| folder.to_path_buf())
 }
 
 impl Application {

@@ -1,15 +1,21 @@
-//! The command line: `serve` (the default), `migrate`, `check`, `send`.
+//! The command line: `serve` (the default), `init`, `check-config`,
+//! `migrate`, `check`, `send`.
 
+mod banner;
+mod check_config;
+mod init;
 mod send;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use crate::clock::SystemClock;
-use crate::config::{self, Config, DEMO_ORDERED_SOURCE};
+use crate::config::{self, Config};
 use crate::startup::{Application, StartupError, connect_store};
+use banner::Banner;
 
 pub use send::{
     SendArgs, SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with,
@@ -38,6 +44,12 @@ pub enum Command {
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
     Check,
+    /// Validate the config as `serve` would and print what would run, without
+    /// secrets; exit 1 listing every problem.
+    CheckConfig,
+    /// Write a hookledger.toml for one provider kind (never over an existing
+    /// file) and print the endpoint URL to give the provider.
+    Init(init::InitArgs),
     /// Sign a sample event exactly as the provider would, send it, print the answer.
     Send(Box<SendArgs>),
 }
@@ -50,6 +62,8 @@ pub enum CliError {
     Serve(std::io::Error),
     #[error("{0}")]
     Send(String),
+    #[error("{0}")]
+    Init(String),
     #[error("{0} invariant violation(s); see the JSON on stdout")]
     Violations(usize),
     #[error("cannot check the ledger: {0}")]
@@ -73,7 +87,16 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
-        Command::Send(args) => send::run(*args).await.map_err(CliError::Send),
+        Command::CheckConfig => {
+            for line in check_config::report(&load(&cli.config)?) {
+                println!("{line}");
+            }
+            Ok(())
+        }
+        Command::Init(args) => init::run(&args, cli.config.as_deref()).map_err(CliError::Init),
+        Command::Send(args) => send::run(*args, cli.config.as_deref())
+            .await
+            .map_err(CliError::Send),
     }
 }
 
@@ -99,78 +122,13 @@ fn load(path: &Option<PathBuf>) -> Result<Config, config::ConfigError> {
 async fn serve(config: Config) -> Result<(), CliError> {
     let banner = Banner::from(&config);
     let app = Application::build(config, Arc::new(SystemClock)).await?;
-    banner.print(app.port(), app.store().backend());
+    // Written, not println!: a closed stdout (piped into `head`, a
+    // supervisor that stopped reading) must not stop the server.
+    let mut out = std::io::stdout().lock();
+    for line in banner.lines(app.port(), &app.store().describe()) {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+    drop(out);
     app.run_until_stopped().await.map_err(CliError::Serve)
-}
-
-/// What the person who started hookledger needs to see: where it listens, the
-/// admin URL and, for self-managed secrets only, the values to use.
-struct Banner {
-    host: String,
-    database: String,
-    lines: Vec<String>,
-    demo_secret: Option<String>,
-}
-
-impl From<&Config> for Banner {
-    fn from(config: &Config) -> Self {
-        let host = config
-            .listen
-            .rsplit_once(':')
-            .map_or("127.0.0.1", |(h, _)| h);
-        let host = if host == "0.0.0.0" || host == "[::]" {
-            "127.0.0.1"
-        } else {
-            host
-        };
-        let database = match config.database_url.split_once("://") {
-            Some(("sqlite", path)) => format!("SQLite at {path}"),
-            _ => "PostgreSQL".to_owned(),
-        };
-        let mut lines = Vec::new();
-        let mut demo_secret = None;
-        for managed in &config.self_managed {
-            lines.push(format!(
-                "  {:<20} {}  (kept in {})",
-                managed.what,
-                managed.secret.expose(),
-                managed.file.display()
-            ));
-            if managed.what == "demo source secret" {
-                demo_secret = Some(managed.secret.expose().to_owned());
-            }
-        }
-        Self {
-            host: host.to_owned(),
-            database,
-            lines,
-            demo_secret,
-        }
-    }
-}
-
-impl Banner {
-    fn print(&self, port: u16, backend: &str) {
-        let base = format!("http://{}:{port}", self.host);
-        println!(
-            "hookledger listening on {base} ({}, {backend})",
-            self.database
-        );
-        println!("  admin page           {base}/admin");
-        for line in &self.lines {
-            println!("{line}");
-        }
-        if let Some(secret) = &self.demo_secret {
-            println!("  demo source          POST {base}/webhooks/demo (standard-webhooks)");
-            println!(
-                "  ordered demo source  POST {base}/webhooks/{DEMO_ORDERED_SOURCE} (standard-webhooks, contiguous ordering)"
-            );
-            println!(
-                "  try it               cargo run --release -- send --url {base}/webhooks/demo --secret {secret} --account acct_1 --amount 1500 --currency USD"
-            );
-            println!(
-                "  note                 no config file, so the demo source is on; write hookledger.toml (see hookledger.example.toml) for real sources"
-            );
-        }
-    }
 }

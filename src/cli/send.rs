@@ -4,24 +4,32 @@
 use chrono::Utc;
 use clap::Args;
 
+use std::path::Path;
+
 use crate::config::random_bytes;
-use crate::providers::{KindSettings, Sample, Unsigned, provider_for};
-use crate::secret::Secret;
+use crate::providers::{KindSettings, Sample, Unsigned, known_kinds, provider_for};
+use crate::secret::{KeyBytes, Secret};
 
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// Webhook URL, e.g. http://127.0.0.1:8080/webhooks/demo (plain HTTP).
+    /// A configured source to send to: its kind, first secret, settings and
+    /// URL (from `listen`) come from the config (without a config file, the
+    /// demo's, from data/).
     #[arg(long)]
-    pub url: String,
-    /// Source kind whose format and signature to use.
-    #[arg(long, default_value = "standard-webhooks")]
-    pub kind: String,
-    /// Signing secret (whsec_...).
+    pub source: Option<String>,
+    /// Webhook URL, e.g. http://127.0.0.1:8080/webhooks/demo (plain HTTP);
+    /// with --source, overrides the one derived from the config.
+    #[arg(long, required_unless_present = "source")]
+    pub url: Option<String>,
+    /// Source kind whose format and signature to use; default: the
+    /// source's, else standard-webhooks.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Signing secret (whsec_...); default with --source: its first secret.
     #[arg(
         long,
         env = "HOOKLEDGER_SEND_SECRET",
         hide_env_values = true,
-        required_unless_present = "secret_file",
         conflicts_with = "secret_file"
     )]
     pub secret: Option<String>,
@@ -29,10 +37,10 @@ pub struct SendArgs {
     /// PayPal).
     #[arg(long)]
     pub secret_file: Option<std::path::PathBuf>,
-    #[arg(long)]
+    #[arg(long, default_value = "acct_1")]
     pub account: String,
     /// Amount in minor units (1500 = 15.00 USD).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1500)]
     pub amount: i64,
     #[arg(long, default_value = "USD")]
     pub currency: String,
@@ -164,11 +172,11 @@ fn fresh_event_id(kind: &str) -> Result<String, String> {
 }
 
 /// The samples `args` asks for, in sending order.
-fn samples(args: &SendArgs) -> Result<Vec<Sample>, String> {
+fn samples(args: &SendArgs, kind: &str) -> Result<Vec<Sample>, String> {
     let event_id = args
         .event_id
         .clone()
-        .map_or_else(|| fresh_event_id(&args.kind), Ok)?;
+        .map_or_else(|| fresh_event_id(kind), Ok)?;
     let timestamp = args.timestamp.unwrap_or_else(|| Utc::now().timestamp());
     let sample = |event_id: String, sequence: Option<i64>| Sample {
         event_id,
@@ -204,28 +212,124 @@ fn shuffle<T>(items: &mut [T]) -> Result<(), String> {
     Ok(())
 }
 
-pub async fn run(args: SendArgs) -> Result<(), String> {
+/// What a send signs with and where it goes, from the flags and, with
+/// `--source`, the config.
+struct Target {
+    url: String,
+    kind: String,
+    key: KeyBytes,
+    settings: KindSettings,
+}
+
+fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
+    let source = match &args.source {
+        Some(name) => {
+            let config = crate::config::load(config, &crate::config::process_env)
+                .map_err(|e| e.to_string())?;
+            let position = config.sources.iter().position(|s| s.name.as_str() == name);
+            let Some(position) = position else {
+                let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "no source {name:?} in the config (configured: {})",
+                    names.join(", ")
+                ));
+            };
+            let listen = config.listen.replace("0.0.0.0:", "127.0.0.1:");
+            let url = format!("http://{listen}/webhooks/{name}");
+            Some((
+                config.sources.into_iter().nth(position).expect("found"),
+                url,
+            ))
+        }
+        None => None,
+    };
+    let kind = match (&args.kind, &source) {
+        (Some(kind), _) => kind.clone(),
+        (None, Some((source, _))) => source.provider.kind().to_owned(),
+        (None, None) => "standard-webhooks".to_owned(),
+    };
+    let provider = provider_for(&kind).ok_or_else(|| {
+        let known: Vec<&str> = known_kinds().collect();
+        format!("unknown --kind {kind:?} (known: {})", known.join(", "))
+    })?;
+    let url = match (&args.url, &source) {
+        (Some(url), _) => url.clone(),
+        (None, Some((_, url))) => url.clone(),
+        (None, None) => return Err("--url or --source is required".to_owned()),
+    };
+    if !url.starts_with("http://") {
+        return Err(format!(
+            "{url}: send speaks plain HTTP only (http://...); send to the instance itself, \
+             not through a TLS proxy"
+        ));
+    }
     let secret = match (&args.secret, &args.secret_file) {
-        (Some(secret), _) => Secret::new(secret.clone()),
-        (None, Some(path)) => Secret::new(
+        (Some(secret), _) => Some(Secret::new(secret.clone())),
+        (None, Some(path)) => Some(Secret::new(
             std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read --secret-file {}: {e}", path.display()))?
                 .trim()
                 .to_owned(),
-        ),
-        (None, None) => return Err("--secret or --secret-file is required".to_owned()),
+        )),
+        (None, None) => None,
     };
-    let client = reqwest::Client::new();
+    let key = match (secret, &source) {
+        (Some(secret), _) => provider
+            .keys_from_secret(&secret)
+            .map_err(|e| format!("--secret {e}"))?
+            .into_iter()
+            .next()
+            .ok_or("--secret gives no key")?,
+        (None, Some((source, _))) if !source.provider.verifies_with_certificates() => source
+            .keys
+            .first()
+            .cloned()
+            .ok_or("the source has no key")?,
+        (None, Some(_)) => {
+            return Err(
+                "this source verifies with a certificate: sign with --secret-file <private key PEM>"
+                    .to_owned(),
+            );
+        }
+        (None, None) => return Err("--secret, --secret-file or --source is required".to_owned()),
+    };
+    let settings = match &source {
+        Some((source, _)) => source.settings.clone(),
+        None => KindSettings::default(),
+    };
     let settings = KindSettings {
-        notification_url: Some(args.notification_url.clone().unwrap_or(args.url.clone())),
-        webhook_id: args.webhook_id.clone(),
-        // A generic-hmac scheme lives in a source's config, not in flags.
-        generic: None,
+        notification_url: args
+            .notification_url
+            .clone()
+            .or(settings.notification_url)
+            .or(Some(url.clone())),
+        webhook_id: args.webhook_id.clone().or(settings.webhook_id),
+        generic: settings.generic,
     };
-    for sample in samples(&args)? {
-        let signed = signed_sample_with(&args.kind, &secret, &sample, &settings)?;
+    Ok(Target {
+        url,
+        kind,
+        key,
+        settings,
+    })
+}
+
+pub async fn run(args: SendArgs, config: Option<&Path>) -> Result<(), String> {
+    let target = target(&args, config)?;
+    let provider = provider_for(&target.kind).ok_or("unknown kind")?;
+    let client = reqwest::Client::new();
+    for sample in samples(&args, &target.kind)? {
+        let signed = provider.sign(
+            &target.key,
+            Unsigned {
+                body: provider.sample_body(&sample),
+                event_id: &sample.event_id,
+                timestamp: sample.timestamp,
+                settings: &target.settings,
+            },
+        );
         let mut request = client
-            .post(&args.url)
+            .post(&target.url)
             .header("content-type", "application/json")
             // Kinds with an acknowledgement of their own (Adyen) still say
             // what happened to each event.
@@ -234,10 +338,16 @@ pub async fn run(args: SendArgs) -> Result<(), String> {
         for (name, value) in &signed.headers {
             request = request.header(*name, value);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {e}", args.url))?;
+        let response = request.send().await.map_err(|e| {
+            if e.is_connect() {
+                format!(
+                    "cannot connect to {}: connection refused (is hookledger running there?)",
+                    target.url
+                )
+            } else {
+                format!("cannot reach {}: {e}", target.url)
+            }
+        })?;
         let status = response.status();
         let text = response.text().await.map_err(|e| e.to_string())?;
         let sequence = sample
@@ -246,7 +356,7 @@ pub async fn run(args: SendArgs) -> Result<(), String> {
             .unwrap_or_default();
         println!(
             "sent {} ({}{sequence}) -> HTTP {status}",
-            sample.event_id, args.kind
+            sample.event_id, target.kind
         );
         println!("{text}");
         if !status.is_success() {
@@ -288,7 +398,7 @@ mod tests {
 
     #[test]
     fn one_event_by_default() {
-        let samples = samples(&args(&["--sequence", "7"])).unwrap();
+        let samples = samples(&args(&["--sequence", "7"]), "standard-webhooks").unwrap();
         assert_eq!(samples.len(), 1);
         assert_eq!(
             (samples[0].event_id.as_str(), samples[0].sequence),
@@ -298,7 +408,11 @@ mod tests {
 
     #[test]
     fn count_numbers_a_stream_and_omit_leaves_gaps() {
-        let samples = samples(&args(&["--count", "5", "--omit", "2", "--omit", "4"])).unwrap();
+        let samples = samples(
+            &args(&["--count", "5", "--omit", "2", "--omit", "4"]),
+            "standard-webhooks",
+        )
+        .unwrap();
         assert_eq!(sequences(&samples), [1, 3, 5]);
         assert_eq!(samples[1].event_id, "m-3");
         let order = sequences(&samples_of(&[
@@ -315,6 +429,6 @@ mod tests {
     }
 
     fn samples_of(extra: &[&str]) -> Vec<Sample> {
-        samples(&args(extra)).unwrap()
+        samples(&args(extra), "standard-webhooks").unwrap()
     }
 }

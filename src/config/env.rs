@@ -98,7 +98,10 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
     if let Some(list) = env("HOOKLEDGER_LIMITS_TRUSTED_PROXIES") {
         raw.limits.trusted_proxies = comma_list(&list);
     }
-    set(&mut raw.admin.token, env("HOOKLEDGER_ADMIN_TOKEN"));
+    if let Some(token) = env("HOOKLEDGER_ADMIN_TOKEN") {
+        raw.admin.token = Some(token);
+        raw.admin.token_from = Some("HOOKLEDGER_ADMIN_TOKEN".to_owned());
+    }
     set(
         &mut raw.admin.session_ttl_secs,
         parsed(env, errors, "HOOKLEDGER_ADMIN_SESSION_TTL_SECS"),
@@ -122,6 +125,7 @@ fn apply_source(source: &mut RawSource, env: Env<'_>, errors: &mut Vec<ConfigErr
     let var = |key: &str| source_var(&name, key);
     if let Some(list) = env(&var("SECRETS")) {
         source.secrets = comma_list(&list);
+        source.secrets_from = Some(format!("environment variable {}", var("SECRETS")));
     }
     set(
         &mut source.tolerance_secs,

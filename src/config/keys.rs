@@ -91,3 +91,25 @@ pub(super) fn keys(
     problems.into_result()?;
     Ok((keys, key_secrets))
 }
+
+/// Where each of the source's secrets or certificates comes from.
+pub(super) fn origins(raw: &RawSource) -> Vec<String> {
+    if let Some(certificates) = &raw.certificates
+        && !certificates.is_empty()
+    {
+        return certificates
+            .iter()
+            .map(|path| format!("certificate file {path}"))
+            .collect();
+    }
+    raw.secrets
+        .iter()
+        .map(
+            |value| match (&raw.secrets_from, value.strip_prefix("env:")) {
+                (_, Some(_)) => super::origin_of(value),
+                (Some(origin), None) => origin.clone(),
+                (None, None) => super::origin_of(value),
+            },
+        )
+        .collect()
+}

@@ -37,6 +37,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "hookledger.toml";
 
 #[derive(Debug)]
 pub struct Config {
+    /// The file it was read from; `None` for the demo setup (no file).
+    pub file: Option<PathBuf>,
     pub listen: String,
     pub database_url: String,
     pub data_dir: PathBuf,
@@ -69,6 +71,8 @@ pub struct SelfManaged {
 #[derive(Debug, Clone)]
 pub struct AdminSettings {
     pub token: Secret,
+    /// Where the token came from, for people (never the token).
+    pub token_origin: String,
     pub session_ttl_secs: u64,
 }
 
@@ -188,7 +192,9 @@ pub fn load(explicit: Option<&Path>, env: Env<'_>) -> Result<Config, ConfigError
     let key = path.display().to_string();
     let text = std::fs::read_to_string(&path)
         .map_err(|e| ConfigError::new(&key, format!("cannot read: {e}")))?;
-    from_toml(&text, env).map_err(|e| e.prefix_keys(&key))
+    let mut config = from_toml(&text, env).map_err(|e| e.prefix_keys(&key))?;
+    config.file = Some(path);
+    Ok(config)
 }
 
 /// Parses and validates a config text (no demo source).
@@ -221,10 +227,15 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             "demo source secret",
             &mut self_managed,
         )?;
+        let generated = format!(
+            "generated, kept in {}",
+            data_dir.join("demo_secret").display()
+        );
         raw.sources.push(RawSource {
             name: "demo".into(),
             kind: "standard-webhooks".into(),
             secrets: vec![secret.expose().to_owned()],
+            secrets_from: Some(generated.clone()),
             ..RawSource::default()
         });
         // The same sender, numbering its events: to watch a gap park events
@@ -233,6 +244,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             name: DEMO_ORDERED_SOURCE.into(),
             kind: "standard-webhooks".into(),
             secrets: vec![secret.expose().to_owned()],
+            secrets_from: Some(generated),
             ordering: Some(crate::domain::OrderingMode::Contiguous),
             ..RawSource::default()
         });
@@ -278,6 +290,14 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         ));
     }
     let sources = problems.take(build_sources(raw.sources, env));
+    let token_origin = match (&raw.admin.token, &raw.admin.token_from) {
+        (Some(_), Some(var)) => format!("environment variable {var}"),
+        (Some(token), None) => origin_of(token),
+        (None, _) => format!(
+            "generated, kept in {}",
+            data_dir.join("admin_token").display()
+        ),
+    };
     let configured_token = raw.admin.token.take().map(|token| {
         resolve_secret(&token, env, "admin.token").and_then(|token| {
             if token.expose().len() < 16 {
@@ -312,6 +332,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
     };
 
     Ok(Config {
+        file: None,
         listen: raw.listen.unwrap_or_else(|| "127.0.0.1:8080".into()),
         database_url,
         data_dir,
@@ -331,6 +352,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         },
         admin: AdminSettings {
             token,
+            token_origin,
             session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
         },
         sources,
@@ -382,6 +404,12 @@ fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
         .collect()
 }
 
+/// The admin token kept in `data_dir`, created if missing (for `init`).
+pub fn generate_admin_token(data_dir: &Path) -> Result<Secret, String> {
+    generated::load_or_create(data_dir, "admin_token", Flavor::Token)
+        .map_err(|e| format!("cannot keep admin_token in {}: {e}", data_dir.display()))
+}
+
 /// Loads or creates a self-managed secret and records it for the banner.
 fn generate(
     dir: &Path,
@@ -402,6 +430,14 @@ fn generate(
         secret: secret.clone(),
     });
     Ok(secret)
+}
+
+/// Where a secret written as `value` comes from, for people.
+pub(super) fn origin_of(value: &str) -> String {
+    match value.strip_prefix("env:") {
+        Some(var) => format!("environment variable {var}"),
+        None => "written in the config file".to_owned(),
+    }
 }
 
 /// `env:NAME` reads the secret from the environment variable NAME.
@@ -517,6 +553,7 @@ fn build_source(
         unreachable!("every part is present when no problem was recorded");
     };
     Ok(Source {
+        secret_origins: keys::origins(&raw),
         name,
         scope,
         scope_explicit,

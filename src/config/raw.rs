@@ -48,6 +48,9 @@ pub struct RawLimits {
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
     pub token: Option<String>,
+    /// The environment variable that set `token`, if one did.
+    #[serde(skip)]
+    pub token_from: Option<String>,
     pub session_ttl_secs: Option<u64>,
 }
 
@@ -58,6 +61,10 @@ pub struct RawSource {
     pub kind: String,
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Where `secrets` came from when not from the file, for people
+    /// (`environment variable HOOKLEDGER_SOURCE_X_SECRETS`).
+    #[serde(skip)]
+    pub secrets_from: Option<String>,
     pub tolerance_secs: Option<u64>,
     pub account_path: Option<String>,
     pub ordering: Option<OrderingMode>,

@@ -23,6 +23,6 @@ pub use money::{
 };
 pub use ordering::{
     DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, NegativeBalance, OnStale, OrderingMode,
-    OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges,
+    OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges, sequence_text,
 };
 pub use status::Status;

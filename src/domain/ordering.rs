@@ -111,6 +111,28 @@ pub struct OrderingPolicy {
     pub release_batch: u32,
 }
 
+/// A sequence as a person reads it in a reason: the sender's own number as
+/// it is; a time the kind fell back to (a signed timestamp, Stripe's
+/// `created`) with the time it stands for, `1795523400 (2026-11-24
+/// 12:30:00 UTC)`. Kinds write such times in seconds or, for sub-second
+/// order, microseconds; every time since 1970-04-27 in microseconds is
+/// beyond any in seconds before the year 9999, which tells them apart.
+pub fn sequence_text(sequence: i64, explicit: bool) -> String {
+    const MICROS_FROM: i64 = 10_000_000_000_000;
+    if explicit {
+        return sequence.to_string();
+    }
+    let time = if sequence.unsigned_abs() >= MICROS_FROM as u64 {
+        chrono::DateTime::from_timestamp_micros(sequence)
+    } else {
+        chrono::DateTime::from_timestamp(sequence, 0)
+    };
+    match time {
+        Some(time) => format!("{sequence} ({})", time.format("%Y-%m-%d %H:%M:%S%.f UTC")),
+        None => sequence.to_string(),
+    }
+}
+
 pub const DEFAULT_GAP_TIMEOUT_SECS: u64 = 3600;
 pub const DEFAULT_RELEASE_BATCH: u32 = 500;
 
@@ -192,6 +214,20 @@ impl fmt::Display for Ranges<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamp_sequences_read_as_times() {
+        assert_eq!(sequence_text(7, true), "7");
+        assert_eq!(
+            sequence_text(1_795_523_400, false),
+            "1795523400 (2026-11-24 12:30:00 UTC)"
+        );
+        assert_eq!(
+            sequence_text(1_712_917_129_621_022, false),
+            "1712917129621022 (2024-04-12 10:18:49.621022 UTC)"
+        );
+        assert_eq!(sequence_text(i64::MAX, false), i64::MAX.to_string());
+    }
 
     #[test]
     fn slots_follow_the_guard() {

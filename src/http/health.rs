@@ -9,6 +9,16 @@ use serde_json::json;
 use super::ApiError;
 use crate::context::Context;
 
+/// `GET /`, the address the banner shows: where everything is.
+pub async fn index() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .body(
+            "hookledger: webhooks POST /webhooks/{source}; admin page /admin; \
+             probes /healthz and /readyz\n",
+        )
+}
+
 /// The process is up.
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))

@@ -24,6 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .post(webhook::receive_webhook)
             .finish(),
     )
+    .service(Endpoint::new("/").get(health::index).finish())
     .service(Endpoint::new("/healthz").get(health::healthz).finish())
     .service(Endpoint::new("/readyz").get(health::readyz).finish());
 }

@@ -5,7 +5,7 @@
 //! `stale` for an operator.
 
 use super::{Decided, Posted};
-use crate::domain::{StaleAction, Status};
+use crate::domain::{StaleAction, Status, sequence_text};
 use crate::store::{StoreError, WriteTx};
 
 /// `note` is appended to the reason (why the number is behind the guard).
@@ -15,7 +15,9 @@ pub(super) async fn decide(
     guard: i64,
     note: &str,
 ) -> Result<Decided, StoreError> {
-    let sequence = posted.posting.sequence;
+    let explicit = posted.posting.explicit_sequence;
+    let sequence = sequence_text(posted.posting.sequence, explicit);
+    let guard = sequence_text(guard, explicit);
     let action = posted
         .source
         .ordering

@@ -7,6 +7,7 @@ mod check;
 mod error;
 mod gaps;
 mod guards;
+mod open;
 mod read;
 mod rows;
 mod write;
@@ -60,8 +61,9 @@ pub struct PoolSettings {
 }
 
 impl Store {
-    /// Opens the database named by `url`: `sqlite:` (file created if missing,
-    /// WAL) or `postgres:`/`postgresql:`. Any other scheme is refused.
+    /// Opens the database named by `url`: `sqlite:` (file created if missing
+    /// in an existing folder, WAL) or `postgres:`/`postgresql:`. Any other
+    /// scheme is refused. Errors say what was tried and what failed.
     pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let connect_error = |e: sqlx::Error| StoreError::Connect(e.to_string());
         if url.starts_with("sqlite:") {
@@ -74,14 +76,12 @@ impl Store {
                 .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(settings.busy_timeout)
                 .foreign_keys(true);
-            if let Some(dir) = options
-                .get_filename()
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Connect(format!("cannot create {}: {e}", dir.display()))
-                })?;
+            let path = options.get_filename().to_path_buf();
+            if let Some(problem) = open::sqlite_problem(&path) {
+                return Err(StoreError::Connect(format!(
+                    "SQLite at {} (database_url): {problem}",
+                    path.display()
+                )));
             }
             // The first connection switches a new file to WAL, which needs
             // the file to itself: instances starting at once take turns.
@@ -91,13 +91,14 @@ impl Store {
                 .acquire_timeout(settings.acquire_timeout)
                 .connect_with(options)
                 .await
-                .map_err(connect_error)?;
+                .map_err(|e| open::sqlite_error(&path, &e))?;
             Ok(Store::Sqlite(pool))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let timeout_ms = settings.statement_timeout.as_millis().to_string();
             let options = PgConnectOptions::from_str(url)
                 .map_err(connect_error)?
                 .options([("statement_timeout", timeout_ms.as_str())]);
+            open::try_postgres(&options, settings.acquire_timeout).await?;
             // No ping before each acquire: it costs a round trip per delivery,
             // and sqlx already pings every connection when it is released, so
             // a connection broken by a server restart is dropped after one
@@ -156,6 +157,18 @@ impl Store {
         match self {
             Store::Sqlite(_) => "sqlite",
             Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The opened database as a person needs to know it, with no password:
+    /// `SQLite at data/hookledger.db`, `PostgreSQL at db:5432/hl as app`.
+    pub fn describe(&self) -> String {
+        match self {
+            Store::Sqlite(pool) => format!(
+                "SQLite at {}",
+                pool.connect_options().get_filename().display()
+            ),
+            Store::Postgres(pool) => open::postgres_target(&pool.connect_options()),
         }
     }
 

@@ -5,6 +5,8 @@ mod budget;
 
 pub use budget::{LogBudget, Overflow};
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// actix-http logs every malformed or timed-out connection at ERROR
@@ -15,6 +17,7 @@ const QUIET_ACTIX: &str = "actix_http::h1::dispatcher=off";
 
 /// `HOOKLEDGER_LOG` (or `RUST_LOG`) filters, default `info`; logs go to
 /// stderr so stdout stays for the start-up banner and command output.
+/// Coloured only on a terminal: a file or a pipe gets plain text.
 pub fn init_logging() {
     let filter = std::env::var("HOOKLEDGER_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
@@ -24,5 +27,6 @@ pub fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

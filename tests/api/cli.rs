@@ -17,24 +17,13 @@ fn start(dir: &Path, database_url: Option<&str>) -> Server {
     Server::start(dir, &env, "note")
 }
 
-/// `hookledger send`s one credit to the demo source, as README does.
-fn send(server: &Server, dir: &Path, event_id: &str) -> String {
+/// `hookledger send --source demo` with README's flags (and the test's
+/// port).
+fn send_demo(server: &Server, dir: &Path, args: &[&str]) -> String {
     let output = hookledger(dir)
-        .args(["send", "--url", &format!("{}/webhooks/demo", server.base())])
-        .args([
-            "--secret",
-            &server.value("demo source secret"),
-            "--event-id",
-            event_id,
-        ])
-        .args([
-            "--account",
-            "acct_1",
-            "--amount",
-            "1500",
-            "--currency",
-            "USD",
-        ])
+        .args(["send", "--source", "demo"])
+        .args(["--url", &format!("{}/webhooks/demo", server.base())])
+        .args(args)
         .output()
         .expect("send runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -44,6 +33,11 @@ fn send(server: &Server, dir: &Path, event_id: &str) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     stdout
+}
+
+/// README's first credit: `send --source demo --event-id <id> --sequence 1`.
+fn send(server: &Server, dir: &Path, event_id: &str) -> String {
+    send_demo(server, dir, &["--event-id", event_id, "--sequence", "1"])
 }
 
 async fn balance(server: &Server) -> serde_json::Value {
@@ -70,9 +64,61 @@ async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
         first.contains(r#""duplicate":false"#) && first.contains(r#""status":"applied""#),
         "{first}"
     );
+    // The banner's "try it" line runs as printed.
+    let try_it = server
+        .banner
+        .iter()
+        .find_map(|l| l.trim_start().strip_prefix("try it"))
+        .expect("a try-it line")
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    let output = std::process::Command::new(&try_it[0])
+        .args(&try_it[1..])
+        .current_dir(dir.path())
+        .env_clear()
+        .output()
+        .unwrap();
+    let tried = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        tried.contains(r#""status":"applied""#),
+        "{try_it:?}: {tried}"
+    );
     let again = send(&server, dir.path(), "msg_walkthrough");
     assert!(again.contains(r#""duplicate":true"#), "{again}");
-    assert_eq!(balance(&server).await, 1500);
+    assert_eq!(
+        balance(&server).await,
+        3000,
+        "the walkthrough's and try-it's"
+    );
+    // README's late debit: numbered before the newest credit, held.
+    send_demo(
+        &server,
+        dir.path(),
+        &["--event-id", "msg_2", "--sequence", "3"],
+    );
+    let late = send_demo(
+        &server,
+        dir.path(),
+        &[
+            "--event-id",
+            "msg_3",
+            "--sequence",
+            "2",
+            "--type",
+            "balance.debit",
+            "--amount",
+            "500",
+        ],
+    );
+    assert!(late.contains(r#""status":"stale""#), "{late}");
+    let token = server.value("admin token");
+    let held = server.admin(&token, "/admin/api/events/demo/msg_3").await;
+    assert_eq!(
+        held["reason"],
+        "out of order: sequence 2 is below 3, already applied for this account"
+    );
+    assert_eq!(balance(&server).await, 4500);
     let secrets = (
         server.value("admin token"),
         server.value("demo source secret"),
@@ -89,7 +135,7 @@ async fn the_walkthrough_works_and_secrets_survive_a_restart(backend: Backend) {
     );
     let third = send(&restarted, dir.path(), "msg_walkthrough");
     assert!(third.contains(r#""duplicate":true"#), "{third}");
-    assert_eq!(balance(&restarted).await, 1500);
+    assert_eq!(balance(&restarted).await, 4500);
     assert_eq!(check(&restarted).await["ok"], true);
 }
 
@@ -113,13 +159,7 @@ async fn the_ordered_demo_parks_and_releases(backend: Backend) {
     );
     let send = |extra: &[&str]| {
         let output = hookledger(dir.path())
-            .args([
-                "send",
-                "--url",
-                &url,
-                "--secret",
-                &server.value("demo source secret"),
-            ])
+            .args(["send", "--source", "demo-ordered", "--url", &url])
             .args(["--account", "acct_2", "--amount", "100"])
             .args(extra)
             .output()

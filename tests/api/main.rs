@@ -24,6 +24,7 @@ mod crash;
 mod credits;
 mod dot_ids;
 mod duplicates;
+mod first_run;
 mod gap_skip;
 mod health;
 mod hostile;

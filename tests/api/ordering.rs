@@ -330,7 +330,11 @@ async fn a_retried_old_event_is_still_recognised_as_old(backend: Backend) {
     assert_eq!(event["late"], true);
     assert_eq!(
         event["reason"],
-        format!("applied out of order: sequence {} below {}", t - 60, t - 30)
+        format!(
+            "applied out of order: sequence {} below {}",
+            readable(t - 60),
+            readable(t - 30)
+        )
     );
     assert_eq!(app.balance("acct_1", "USD").await, 300);
     app.assert_invariants().await;
@@ -348,3 +352,9 @@ both_backends!(
     on_stale_apply_applies_late_debits_without_moving_the_guard_back,
     a_retried_old_event_is_still_recognised_as_old,
 );
+
+/// A timestamp sequence as reasons show it: the number and its time.
+fn readable(seconds: i64) -> String {
+    let time = chrono::DateTime::from_timestamp(seconds, 0).unwrap();
+    format!("{seconds} ({})", time.format("%Y-%m-%d %H:%M:%S UTC"))
+}

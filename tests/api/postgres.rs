@@ -11,7 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 pub struct TestDatabase {
     pub url: String,
     server_url: String,
-    name: String,
+    pub name: String,
 }
 
 /// `url` with its database name replaced by `database`.

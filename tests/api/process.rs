@@ -54,11 +54,14 @@ impl Server {
         let stdout = BufReader::new(server.child.stdout.take().unwrap());
         let (lines, receive) = mpsc::channel();
         let is_last = move |line: &str| line.trim_start().starts_with(last);
+        // Reads on after the banner, so the server's stdout never closes
+        // under it.
         std::thread::spawn(move || {
+            let mut open = true;
             for line in stdout.lines().map_while(Result::ok) {
-                let done = is_last(&line);
-                if lines.send(line).is_err() || done {
-                    break;
+                if open {
+                    let done = is_last(&line);
+                    open = lines.send(line).is_ok() && !done;
                 }
             }
         });

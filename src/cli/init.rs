@@ -1,0 +1,210 @@
+//! `hookledger init --kind <kind>`: writes a hookledger.toml with one source
+//! of that kind, generates the admin token, and prints what to give the
+//! provider (the endpoint URL) and what to set (the signing secret). It never
+//! writes over an existing file.
+
+use std::path::Path;
+
+use clap::Args;
+
+use crate::config::{DEFAULT_CONFIG_FILE, generate_admin_token};
+use crate::domain::SourceName;
+use crate::providers::{known_kinds, provider_for};
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The provider kind of the source.
+    #[arg(long, default_value = "stripe")]
+    pub kind: String,
+    /// The source's name: its endpoint is POST /webhooks/<name>. Default:
+    /// the kind.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where the provider reaches this instance (https://hooks.example.com),
+    /// for the endpoint URL printed and, for Square, the signed URL.
+    #[arg(long)]
+    pub public_url: Option<String>,
+}
+
+/// The variable a source's secret is read from: `STRIPE_EU_WEBHOOK_SECRET`.
+fn secret_variable(name: &str) -> String {
+    format!(
+        "{}_WEBHOOK_SECRET",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
+}
+
+/// The config text for one source of `kind` named `name`.
+pub fn template(kind: &str, name: &str, public_url: &str) -> Result<String, String> {
+    let provider = provider_for(kind).ok_or_else(|| {
+        let known: Vec<&str> = known_kinds().collect();
+        format!("unknown --kind {kind:?} (known: {})", known.join(", "))
+    })?;
+    let variable = secret_variable(name);
+    let account = provider.default_account_path();
+    let keys = if provider.verifies_with_certificates() {
+        "# PayPal signs with a certificate: download it once (the PAYPAL-CERT-URL of a\n\
+         # delivery) and keep it here; hookledger never fetches it.\n\
+         certificates = [\"paypal-cert.pem\"]\n\
+         webhook_id = \"\"   # this endpoint's webhook id in PayPal's dashboard (WH-...)\n"
+            .to_owned()
+    } else {
+        format!(
+            "# The endpoint's signing secret, from the provider's dashboard. While\n\
+             # rotating, list both: any one may verify.\n\
+             secrets = [\"env:{variable}\"]\n"
+        )
+    };
+    let extra = match kind {
+        "square" => format!(
+            "# Square signs the notification URL exactly as registered with it.\n\
+             notification_url = \"{public_url}/webhooks/{name}\"\n"
+        ),
+        "generic-hmac" => "# How the sender signs and what its events look like (README,\n\
+             # generic-hmac): HMAC-SHA256 of the body, hex, in X-Signature.\n\
+             signature_header = \"X-Signature\"\n\
+             algorithm = \"sha256\"\n\
+             encoding = \"hex\"\n\
+             signed_payload = \"{body}\"\n\
+             event_id_path = \"id\"\n\
+             type_path = \"type\"\n\
+             credit_types = [\"payment.succeeded\"]   # the sender's types that credit\n\
+             amount_path = \"amount\"                 # minor units\n\
+             currency_path = \"currency\"\n"
+            .to_owned(),
+        _ => String::new(),
+    };
+    Ok(format!(
+        "# hookledger configuration, written by `hookledger init --kind {kind}`.\n\
+         # README \"Configuration\" lists every key; `hookledger check-config` shows\n\
+         # what will run.\n\
+         \n\
+         listen = \"127.0.0.1:8080\"\n\
+         database_url = \"sqlite://data/hookledger.db\"   # postgres://... in production\n\
+         data_dir = \"data\"                               # the admin token is kept here\n\
+         \n\
+         [admin]\n\
+         # The token is generated in data_dir; or set token = \"env:ADMIN_SECRET\".\n\
+         \n\
+         [[sources]]\n\
+         name = \"{name}\"          # POST /webhooks/{name}\n\
+         kind = \"{kind}\"\n\
+         {keys}{extra}\
+         # Where each event names the account whose balance it moves:\n\
+         account_path = \"{account}\"\n"
+    ))
+}
+
+pub fn run(args: &InitArgs, config: Option<&Path>) -> Result<(), String> {
+    let path = config.unwrap_or(Path::new(DEFAULT_CONFIG_FILE));
+    if path.exists() {
+        return Err(format!(
+            "{} exists; init never writes over a config (move it away, or edit it)",
+            path.display()
+        ));
+    }
+    let name = args.name.clone().unwrap_or_else(|| args.kind.clone());
+    SourceName::parse(&name).map_err(|e| format!("--name {name:?}: {e}"))?;
+    let public = args
+        .public_url
+        .as_deref()
+        .map(|u| u.trim_end_matches('/').to_owned());
+    let shown_public = public
+        .clone()
+        .unwrap_or_else(|| "https://<your public host>".to_owned());
+    let text = template(&args.kind, &name, &shown_public)?;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let token = generate_admin_token(Path::new("data"))?;
+    let row = |label: &str, value: &str| format!("  {label:<20} {value}");
+    println!(
+        "wrote {}: one {} source, {name:?}",
+        path.display(),
+        args.kind
+    );
+    println!(
+        "{}",
+        row(
+            "endpoint URL",
+            &format!(
+                "{shown_public}/webhooks/{name}  (give this to {}; locally http://127.0.0.1:8080/webhooks/{name})",
+                args.kind
+            )
+        )
+    );
+    let provider = provider_for(&args.kind).expect("checked by template");
+    if provider.verifies_with_certificates() {
+        println!(
+            "{}",
+            row(
+                "before starting",
+                "save PayPal's certificate as paypal-cert.pem and set webhook_id"
+            )
+        );
+    } else {
+        println!(
+            "{}",
+            row(
+                "signing secret",
+                &format!(
+                    "export {}=...  (the secret {} shows for this endpoint)",
+                    secret_variable(&name),
+                    args.kind
+                )
+            )
+        );
+    }
+    println!(
+        "{}",
+        row(
+            "admin token",
+            &format!("{}  (kept in data/admin_token)", token.expose())
+        )
+    );
+    println!(
+        "{}",
+        row("next", "hookledger check-config, then hookledger")
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    /// Every kind's template is a valid config once its secret is set
+    /// (PayPal's needs its certificate file and webhook id first).
+    #[test]
+    fn every_template_runs_as_written_with_its_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().display().to_string();
+        for kind in known_kinds().filter(|k| *k != "paypal") {
+            let text = template(kind, "src-1", "https://hooks.example.com").unwrap();
+            // A secret of the form the kind takes.
+            let provider = provider_for(kind).unwrap();
+            let secret = [
+                "whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4",
+                "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056",
+            ]
+            .into_iter()
+            .find(|s| provider.keys_from_secret(&Secret::new(*s)).is_ok())
+            .unwrap_or_else(|| panic!("{kind}: no sample secret fits"));
+            let env = |name: &str| match name {
+                "SRC_1_WEBHOOK_SECRET" => Some(secret.to_owned()),
+                "HOOKLEDGER_DATA_DIR" => Some(data_dir.clone()),
+                _ => None,
+            };
+            let config = crate::config::from_toml(&text, &env)
+                .unwrap_or_else(|e| panic!("{kind}: {e}\n{text}"));
+            assert_eq!(config.sources[0].provider.kind(), kind);
+            assert!(config.warnings.is_empty(), "{kind}: {:?}", config.warnings);
+        }
+        let paypal = template("paypal", "paypal", "https://h").unwrap();
+        assert!(paypal.contains("certificates = [\"paypal-cert.pem\"]"));
+        assert!(
+            template("nope", "x", "https://h")
+                .unwrap_err()
+                .contains("known: ")
+        );
+    }
+}

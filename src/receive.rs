@@ -76,7 +76,7 @@ pub async fn receive(
     // and only a database failure may answer 5xx.
     let payload_sha256 = sha256_hex(body);
     let mut events = normalise(source, &verified, &delivery)
-        .unwrap_or_else(|error| vec![unreadable(&verified, &payload_sha256, &error)]);
+        .unwrap_or_else(|error| vec![unreadable(&payload_sha256, &error)]);
     for event in &mut events {
         event.make_storable();
     }
@@ -117,18 +117,11 @@ fn normalise(
 
 /// The one event stored for an authentic delivery that cannot be read as
 /// the provider's events: `rejected` with the reason, its bytes kept. Its
-/// key is the signed event id where the scheme signs one outside the body
-/// (Standard Webhooks), else the body's digest, so a redelivery of it is
-/// a duplicate.
-fn unreadable(verified: &Verified, payload_sha256: &str, error: &MapError) -> NormalisedEvent {
-    let event_id = verified
-        .event_id
-        .as_deref()
-        .and_then(|id| EventId::parse(id).ok())
-        .unwrap_or_else(|| {
-            EventId::parse(&format!("unreadable:{payload_sha256}"))
-                .expect("a fixed prefix and 64 hex digits make a valid event id")
-        });
+/// key is the body's digest: providers resend the same body, so a
+/// redelivery is a duplicate, whatever per-attempt header comes with it.
+fn unreadable(payload_sha256: &str, error: &MapError) -> NormalisedEvent {
+    let event_id = EventId::parse(&format!("unreadable:{payload_sha256}"))
+        .expect("a fixed prefix and 64 hex digits make a valid event id");
     NormalisedEvent {
         event_id,
         event_type: "unreadable".to_owned(),

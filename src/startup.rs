@@ -88,7 +88,7 @@ impl Application {
         }
         let store = connect_store(&config).await?;
         store.migrate().await?;
-        place_in_scopes(&store, &config.sources).await?;
+        place_in_scopes(&store, &config.sources, clock.now()).await?;
 
         let lifetime = connection_lifetime(&config);
         let context = Data::new(Context {
@@ -188,6 +188,7 @@ impl Application {
 async fn place_in_scopes(
     store: &Store,
     sources: &[crate::source::Source],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), StoreError> {
     let pairs: Vec<(&str, &str)> = sources
         .iter()
@@ -212,6 +213,21 @@ async fn place_in_scopes(
                  the same event ids in this scope (before they shared it); check their \
                  payments for a double credit"
             );
+        }
+    }
+    // Reversals that waited in a scope that has just received their
+    // payment's credit (a merge of scopes).
+    let mut released_scopes = std::collections::HashSet::new();
+    for source in sources {
+        if released_scopes.insert(source.scope.as_str()) {
+            let released = crate::ingest::release_stranded(store, source, now).await?;
+            if released > 0 {
+                tracing::info!(
+                    scope = source.scope.as_str(),
+                    released,
+                    "applied reversals that waited for a payment credited in another scope before"
+                );
+            }
         }
     }
     Ok(())

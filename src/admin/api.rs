@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::auth::BearerAdmin;
 use super::pages::ActionPath;
-use super::target::EventRef;
+use super::target::{EventRef, plain_id};
 use crate::context::Context;
 use crate::domain::Status;
 use crate::http::{ApiError, read_limited};
@@ -53,9 +53,13 @@ pub async fn list_events(
         })
         .transpose()?;
     let filter = EventFilter {
-        source: filter_value(query.source),
+        source: filter_value(query.source)
+            .map(|s| plain_id("source", s))
+            .transpose()?,
         status,
-        account_id: filter_value(query.account),
+        account_id: filter_value(query.account)
+            .map(|a| plain_id("account", a))
+            .transpose()?,
         before: query.before,
         limit: page_size(query.limit, 50)?,
     };
@@ -106,6 +110,7 @@ pub async fn show_account(
         (None, Some(id)) => id.clone(),
         (None, None) => return Err(ApiError::BadRequest("id is required".into())),
     };
+    let account_id = plain_id("account id", account_id)?;
     let limit = page_size(query.limit, 100)?;
     let balances = context.store.account_balances(&account_id).await?;
     let entries = context
@@ -152,6 +157,16 @@ pub(super) fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
 /// Trims a note, treating blank as none, and bounds its length.
 pub fn clean_note(note: Option<String>) -> Result<Option<String>, ApiError> {
     let note = note.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    // Line breaks and tabs are text; other control characters are not (and
+    // PostgreSQL refuses NUL, where SQLite would store it).
+    if note.as_ref().is_some_and(|n| {
+        n.chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    }) {
+        return Err(ApiError::BadRequest(
+            "note must not contain control characters".into(),
+        ));
+    }
     if note
         .as_ref()
         .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
@@ -177,6 +192,8 @@ async fn act(
         event_id,
         actor: "admin (token)",
         note,
+
+        negative_balance: crate::domain::NegativeBalance::Allow,
         now: context.clock.now(),
     };
     let outcome = operator::act(&context.store, &request).await?;

@@ -226,6 +226,8 @@ pub async fn event_action(
         event_id: &event_id,
         actor: admin.actor(),
         note: note.as_deref(),
+
+        negative_balance: crate::domain::NegativeBalance::Allow,
         now: context.clock.now(),
     };
     operator::act(&context.store, &request).await?;

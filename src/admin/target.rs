@@ -75,20 +75,47 @@ fn query<T: serde::de::DeserializeOwned>(request: &HttpRequest) -> Result<T, Api
         .map_err(|e| ApiError::BadRequest(e.to_string()))
 }
 
+/// An identifier from a request (a source, an event or account id): what
+/// could be stored is at most 255 bytes without control characters, so
+/// anything else is refused with 400 before it reaches the database
+/// (PostgreSQL refuses NUL in text, SQLite would not: the backends would
+/// disagree).
+pub fn plain_id(what: &str, value: String) -> Result<String, ApiError> {
+    if crate::domain::text::is_plain(&value, 255) {
+        Ok(value)
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "{what} must be at most 255 bytes without control characters"
+        )))
+    }
+}
+
+impl EventRef {
+    fn checked(source: String, event_id: String) -> Result<Self, ApiError> {
+        Ok(Self {
+            source: plain_id("source", source)?,
+            event_id: plain_id("event id", event_id)?,
+        })
+    }
+}
+
+impl AccountRef {
+    fn checked(source: String, account_id: String) -> Result<Self, ApiError> {
+        Ok(Self {
+            source: plain_id("source", source)?,
+            account_id: plain_id("account id", account_id)?,
+        })
+    }
+}
+
 impl FromRequest for EventRef {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(match from_path::<EventPath>(request, "event_id") {
-            Some(path) => path.map(|p| Self {
-                source: p.source,
-                event_id: p.event_id,
-            }),
-            None => query::<EventQuery>(request).map(|q| Self {
-                source: q.source,
-                event_id: q.id,
-            }),
+            Some(path) => path.and_then(|p| Self::checked(p.source, p.event_id)),
+            None => query::<EventQuery>(request).and_then(|q| Self::checked(q.source, q.id)),
         })
     }
 }
@@ -99,14 +126,8 @@ impl FromRequest for AccountRef {
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(match from_path::<GapPath>(request, "account_id") {
-            Some(path) => path.map(|p| Self {
-                source: p.source,
-                account_id: p.account_id,
-            }),
-            None => query::<GapQuery>(request).map(|q| Self {
-                source: q.source,
-                account_id: q.account,
-            }),
+            Some(path) => path.and_then(|p| Self::checked(p.source, p.account_id)),
+            None => query::<GapQuery>(request).and_then(|q| Self::checked(q.source, q.account)),
         })
     }
 }

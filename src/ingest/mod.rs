@@ -44,7 +44,7 @@ use crate::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store, StoreError, W
 use settle::{Settle, SettleLink, Settled};
 
 pub use release::{Released, drain_account};
-pub use reverse::release_unmatched;
+pub use reverse::{lock_release_guards, release_stranded, release_unmatched};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -346,8 +346,18 @@ async fn run(
                 now,
             };
             if let Some((payment, _)) = posting.link.paid() {
-                // Before the guard: lock order intent -> payment -> guard.
+                // Before the guard: lock order intent -> payment -> guards
+                // (in name order, see lock_release_guards) -> balance.
                 tx.lock_payment(&source.scope, payment, now).await?;
+                reverse::lock_release_guards(
+                    tx,
+                    &source.scope,
+                    payment,
+                    source.name.as_str(),
+                    posting.account.as_str(),
+                    now,
+                )
+                .await?;
             }
             posted.decide(tx).await?
         }

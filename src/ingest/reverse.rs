@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use super::{Decided, Posted};
 use crate::domain::{
     AccountId, Basis, Currency, Direction, Link, NormalisedEvent, PositiveAmount, Posting,
-    Reversal, ReverseRequest, Status,
+    Reversal, ReverseRequest, SEQUENCE_FLOOR, Status,
 };
 use crate::source::Source;
 use crate::store::{StoreError, WriteTx};
@@ -74,6 +74,39 @@ pub(super) async fn decide(
 fn parse_account(account: &str) -> Result<AccountId, StoreError> {
     AccountId::parse(account)
         .map_err(|e| StoreError::Corrupt(format!("payments.account_id {account:?}: {e}")))
+}
+
+/// Lock order for a credit of `payment` (its row locked): every guard the
+/// credit may take, on its account, in source-name order, before any balance
+/// row. A credit takes its own source's guard; releasing the reversals that
+/// waited for the payment takes the guards of the sources that recorded
+/// them (another endpoint of the scope, say). Taken as they come (own guard,
+/// balance, then another source's guard), they would form a cycle with a
+/// posting at that other source (its guard, then the balance); taken up
+/// front in one order, they cannot. The set is stable: recording an
+/// unmatched reversal needs the payment row's lock, held here.
+pub async fn lock_release_guards(
+    tx: &mut WriteTx,
+    scope: &str,
+    payment: &str,
+    own_source: &str,
+    account: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let waiting = tx.unmatched(scope, payment).await?;
+    let mut sources: Vec<&str> = waiting
+        .iter()
+        .map(|u| u.source.as_str())
+        .chain([own_source])
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    if sources.len() > 1 {
+        for source in sources {
+            tx.lock_guard(source, account, SEQUENCE_FLOOR, now).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Applies the reversals that waited for `payment`, just credited in this
@@ -153,6 +186,36 @@ pub async fn release_unmatched(
         if decided.status == Status::Applied {
             applied += 1;
         }
+    }
+    Ok(applied)
+}
+
+/// Applies the reversals left waiting for a payment that is credited in
+/// their scope (a scope merge at start-up moved the credit in): each payment
+/// in its own transaction, under the same locks and rules as the credit's
+/// release. Returns how many were applied.
+pub async fn release_stranded(
+    store: &crate::store::Store,
+    source: &Source,
+    now: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    let mut applied = 0;
+    for payment in store.stranded_payments(&source.scope).await? {
+        let mut tx = store.begin().await?;
+        let row = tx.lock_payment(&source.scope, &payment, now).await?;
+        if let Some(account) = row.account_id.as_deref() {
+            lock_release_guards(
+                &mut tx,
+                &source.scope,
+                &payment,
+                source.name.as_str(),
+                account,
+                now,
+            )
+            .await?;
+        }
+        applied += release_unmatched(&mut tx, source, &payment, now).await?;
+        tx.commit().await?;
     }
     Ok(applied)
 }

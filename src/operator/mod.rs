@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::{NegativeBalance, SEQUENCE_FLOOR, Status};
 use crate::ingest::settle::{Settle, SettleLink, Settled, settle};
-use crate::ingest::{LedgerPosting, release_unmatched};
+use crate::ingest::{LedgerPosting, lock_release_guards, release_unmatched};
 use crate::source::Source;
 use crate::store::{Claimed, NewAudit, Store, StoreError, WriteTx};
 
@@ -107,6 +107,11 @@ pub struct Request<'a> {
     pub event_id: &'a str,
     pub actor: &'a str,
     pub note: Option<&'a str>,
+    /// A debit that would take the balance below zero: `Allow` when a person
+    /// applies this one event (a refund the provider has paid out must be
+    /// postable); the source's own policy when an action applies events the
+    /// person did not each look at (a guard reset).
+    pub negative_balance: NegativeBalance,
     pub now: DateTime<Utc>,
 }
 
@@ -225,15 +230,24 @@ async fn apply(
             operator_applied: true,
         },
         link,
-        // A person decided: a debit held for the balance it would leave is
-        // applied if they say so (a refund the provider has paid out must
-        // be postable). Every other check still holds.
-        negative_balance: NegativeBalance::Allow,
+        // See Request::negative_balance. Every other check always holds.
+        negative_balance: request.negative_balance,
     };
-    // Lock order as in ingest: payment -> guard -> balance.
+    // Lock order as in ingest: payment -> guards -> balance.
     if let SettleLink::Pays { payment, .. } | SettleLink::Reverses { payment, .. } = link {
         tx.lock_payment(&claimed.scope, payment, request.now)
             .await?;
+    }
+    if let SettleLink::Pays { payment, .. } = link {
+        lock_release_guards(
+            tx,
+            &claimed.scope,
+            payment,
+            request.source,
+            account_id,
+            request.now,
+        )
+        .await?;
     }
     let guard = tx
         .lock_guard(request.source, account_id, SEQUENCE_FLOOR, request.now)
@@ -248,6 +262,9 @@ async fn apply(
             {
                 tx.advance_guard(request.source, account_id, sequence, request.now)
                     .await?;
+                // It moved the guard: in order from now on (what a guard
+                // reset's suggestion counts).
+                tx.mark_in_order(claimed.intent_id).await?;
             }
             if let (SettleLink::Pays { payment, .. }, Some(source)) = (link, request.configured) {
                 release_unmatched(tx, source, payment, request.now).await?;

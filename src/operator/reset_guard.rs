@@ -21,7 +21,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Action, OperatorError, Request, act};
-use crate::domain::{OrderingMode, SEQUENCE_FLOOR, Status};
+use crate::domain::{NegativeBalance, OrderingMode, SEQUENCE_FLOOR, Status};
 use crate::source::Source;
 use crate::store::{EventRow, NewAudit, Store};
 
@@ -187,6 +187,11 @@ pub async fn reset(
             event_id: &event_id,
             actor: request.actor,
             note: Some(&note),
+            // The person confirmed the list, not each debit's effect: the
+            // source's policy decides (a debit it would hold stays held).
+            negative_balance: request
+                .configured
+                .map_or(NegativeBalance::Hold, |s| s.negative_balance),
             now: request.now,
         };
         match act(store, &apply).await {

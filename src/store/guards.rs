@@ -8,11 +8,27 @@ const GUARD: &str = "
 select last_sequence from sequence_guards where source = $1 and account_id = $2";
 
 /// The guard as it would be without the event(s) that set it: the highest
-/// sequence applied in order below it (late events never moved it).
+/// sequence below it that moved it: applied in order (late events never
+/// moved it; an operator's apply that moved it clears `late`), and since the
+/// account's latest reset (its value, and what was applied after it: the
+/// ledger entries past its watermark).
 const HIGHEST_APPLIED_BELOW: &str = "
-select max(event_sequence) from intents
-where source = $1 and account_id = $2 and status = 'applied' and not late
-    and event_sequence < $3";
+select max(s) from (
+    select i.event_sequence as s
+    from intents i
+    join ledger_entries l on l.intent_id = i.intent_id
+    where i.source = $1 and i.account_id = $2 and i.status = 'applied' and not i.late
+        and i.event_sequence < $3
+        and not exists (
+            select 1 from guard_resets r
+            where r.source = i.source and r.account_id = i.account_id
+                and l.entry_id <= r.after_entry_id)
+    union all
+    select r.reset_to as s from guard_resets r
+    where r.source = $1 and r.account_id = $2 and r.reset_to < $3
+        and r.reset_id = (select max(n.reset_id) from guard_resets n
+            where n.source = $1 and n.account_id = $2)
+) as c";
 
 /// Accounts holding at least `$1` events for an operator, most first.
 const HELD_ACCOUNTS: &str = "

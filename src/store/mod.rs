@@ -12,7 +12,7 @@ mod read;
 mod rows;
 mod write;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -195,10 +195,27 @@ const START_LOCK_WAIT: Duration = Duration::from_secs(120);
 /// databases are private to their pool and need none. The file stays; it
 /// holds nothing.
 async fn start_lock(database: &std::path::Path) -> Result<Option<std::fs::File>, StoreError> {
-    if database.as_os_str().is_empty() || database.as_os_str() == ":memory:" {
+    // sqlx names an in-memory database `file:sqlx-in-memory-<n>`.
+    let name = database.to_string_lossy();
+    if name.is_empty() || name == ":memory:" || name.starts_with("file:sqlx-in-memory") {
         return Ok(None);
     }
-    let mut path = database.as_os_str().to_owned();
+    // One lock file per database, however its path is spelled
+    // (`data/x.db`, `./data/x.db`): the folder exists by now.
+    let database = match (database.parent(), database.file_name()) {
+        (Some(folder), Some(file)) => {
+            let folder = if folder.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                folder
+            };
+            std::fs::canonicalize(folder)
+                .map(|f| f.join(file))
+                .unwrap_or_else(|_| database.to_path_buf())
+        }
+        _ => database.to_path_buf(),
+    };
+    let mut path = database.into_os_string();
     path.push("-start.lock");
     let path = PathBuf::from(path);
     let lock_error = |e: std::io::Error| {
@@ -227,5 +244,34 @@ async fn start_lock(database: &std::path::Path) -> Result<Option<std::fs::File>,
             }
             Err(std::fs::TryLockError::Error(e)) => return Err(lock_error(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod start_lock_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn in_memory_databases_take_no_lock_and_spellings_share_one() {
+        for name in ["", ":memory:", "file:sqlx-in-memory-3"] {
+            assert!(
+                start_lock(Path::new(name)).await.unwrap().is_none(),
+                "{name}"
+            );
+        }
+        assert!(!Path::new("file:sqlx-in-memory-3-start.lock").exists());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let held = start_lock(&dir.path().join("data/x.db")).await.unwrap();
+        assert!(held.is_some());
+        let lock = dir.path().join("data/x.db-start.lock");
+        let other = std::fs::File::open(&lock).unwrap();
+        assert!(other.try_lock().is_err(), "held through the first spelling");
+        // Another spelling of the same file waits for the same lock.
+        let spelled = dir.path().join("data/../data/./x.db");
+        let waited = tokio::time::timeout(Duration::from_millis(300), start_lock(&spelled)).await;
+        assert!(waited.is_err(), "the second spelling did not wait");
+        drop(held);
+        assert!(other.try_lock().is_ok(), "released with its handle");
     }
 }

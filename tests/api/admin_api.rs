@@ -233,7 +233,49 @@ async fn accounts_list_balances_and_entries(backend: Backend) {
     app.assert_invariants().await;
 }
 
+/// Text nothing stored can hold (a NUL, other control characters) is a 400
+/// on both backends, before it reaches the database: PostgreSQL refuses NUL
+/// where SQLite would store it.
+async fn control_characters_in_admin_input_are_400(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_0", "acct_1", 100, 2)).await;
+    app.send_ok(&debit_seq("msg_1", "acct_1", 50, 1)).await;
+    for path in [
+        "/admin/api/event?source=demo&id=msg%00",
+        "/admin/api/events?account=a%00b",
+        "/admin/api/events?source=de%01mo",
+        "/admin/api/account?id=a%00b",
+        "/admin/api/guard?source=demo&account=a%00b",
+        "/admin/api/gap?source=demo&account=a%1Fb",
+    ] {
+        let answer = assert_error(
+            app.admin_get(path).await,
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        )
+        .await;
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("without control characters"),
+            "{path}: {answer}"
+        );
+    }
+    let apply = "/admin/api/events/demo/msg_1/apply";
+    assert_error(
+        app.admin_post(apply, r#"{"note": "bug\u0000"}"#).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    let ok = app.admin_post(apply, r#"{"note": "two\nlines"}"#).await;
+    assert_eq!(ok.status(), StatusCode::OK, "line breaks are text");
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    control_characters_in_admin_input_are_400,
     every_api_route_needs_the_token,
     events_filter_and_paginate_newest_first,
     bad_admin_requests_are_400_or_404,

@@ -227,8 +227,8 @@ pub fn stored_bytes(event: &Value) -> Vec<u8> {
 }
 
 /// Verified means stored: an authentic body that cannot be read as events
-/// is kept, bytes and all, as one `rejected` event (keyed by the signed
-/// `webhook-id` here), answered 200, never applied.
+/// is kept, bytes and all, as one `rejected` event keyed by its bytes,
+/// answered 200, never applied.
 async fn authentic_bodies_that_are_not_usable_json_are_stored_rejected(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let cases: [(&str, &[u8], &str); 5] = [
@@ -258,7 +258,9 @@ async fn authentic_bodies_that_are_not_usable_json_are_stored_rejected(backend: 
         let answer =
             json_with_status(app.deliver_body("demo", id, body).await, StatusCode::OK).await;
         assert_eq!(answer["status"], "rejected", "{id}: {answer}");
-        let event = app.event("demo", id).await;
+        let key = format!("unreadable:{}", hookledger::receive::sha256_hex(body));
+        assert_eq!(answer["event_id"], key.as_str(), "{id}: keyed by its bytes");
+        let event = app.event("demo", &key).await;
         assert_eq!(event["status"], "rejected", "{id}: {event}");
         assert_eq!(event["event_type"], "unreadable", "{id}");
         assert!(
@@ -270,9 +272,11 @@ async fn authentic_bodies_that_are_not_usable_json_are_stored_rejected(backend: 
             body,
             "{id}: the bytes are kept exactly"
         );
-        // A redelivery is a duplicate, not a second row.
+        // A redelivery is a duplicate, not a second row, even under another
+        // per-attempt id.
+        let retry = format!("{id}-retry");
         let again =
-            json_with_status(app.deliver_body("demo", id, body).await, StatusCode::OK).await;
+            json_with_status(app.deliver_body("demo", &retry, body).await, StatusCode::OK).await;
         assert_eq!(again["duplicate"], true, "{id}: {again}");
     }
     assert_eq!(app.events().await.len(), cases.len());

@@ -174,6 +174,54 @@ async fn a_guard_reset_releases_what_an_absurd_sequence_held(backend: Backend) {
     app.assert_invariants().await;
 }
 
+/// The reset applies held events under the source's policy: a debit that
+/// would overdraw (`negative_balance = "hold"`, the default) stays held with
+/// its reason, as it would have arriving in order.
+async fn a_guard_reset_keeps_the_negative_balance_policy(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_ok", "acct_1", 100, 10)).await;
+    app.send_ok(&credit_seq("msg_absurd", "acct_1", 1, ABSURD))
+        .await;
+    app.send_ok(&debit_seq("msg_big", "acct_1", 500, 11)).await;
+    app.send_ok(&debit_seq("msg_small", "acct_1", 50, 12)).await;
+    let body = json!({"to": 10, "guard_seen": ABSURD, "note": "sender bug"});
+    let reset = json_with_status(
+        app.admin_post(RESET, &body.to_string()).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(reset["applied"], json!(["msg_small"]), "{reset}");
+    assert_eq!(reset["still_held"][0]["event_id"], "msg_big", "{reset}");
+    assert_eq!(app.event("demo", "msg_big").await["status"], "stale");
+    assert_eq!(app.balance("acct_1", "USD").await, 101 - 50);
+    app.assert_invariants().await;
+}
+
+/// After a reset, the events it applied moved the guard: a second absurd
+/// event's preview suggests the guard they left, not the first absurd one.
+async fn a_second_reset_suggests_what_the_first_applied(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_ok", "acct_1", 1000, 10)).await;
+    app.send_ok(&credit_seq("msg_absurd", "acct_1", 1, ABSURD - 1))
+        .await;
+    for n in 11..=15 {
+        app.send_ok(&debit_seq(&format!("msg_d{n}"), "acct_1", 1, n))
+            .await;
+    }
+    let body = json!({"to": 10, "guard_seen": ABSURD - 1, "note": "first"});
+    json_with_status(
+        app.admin_post(RESET, &body.to_string()).await,
+        StatusCode::OK,
+    )
+    .await;
+    app.send_ok(&credit_seq("msg_absurd_2", "acct_1", 1, ABSURD))
+        .await;
+    let preview = json_with_status(app.admin_get(GUARD).await, StatusCode::OK).await;
+    assert_eq!(preview["guard"], ABSURD);
+    assert_eq!(preview["suggested_to"], 15, "{preview}");
+    app.assert_invariants().await;
+}
+
 async fn a_guard_that_does_not_exist_is_404(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     assert_error(
@@ -254,5 +302,7 @@ crate::both_backends!(
     applying_beyond_the_balance_range_is_409_held_and_audited,
     a_guard_reset_releases_what_an_absurd_sequence_held,
     a_guard_that_does_not_exist_is_404,
+    a_guard_reset_keeps_the_negative_balance_policy,
+    a_second_reset_suggests_what_the_first_applied,
     the_guard_page_previews_and_resets,
 );

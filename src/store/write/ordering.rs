@@ -66,6 +66,9 @@ const SET_GUARD: &str = "
 update sequence_guards set last_sequence = $3, updated_at = $4
 where source = $1 and account_id = $2";
 
+/// An operator-applied event that moved its account's guard.
+const MARK_IN_ORDER: &str = "update intents set late = false where intent_id = $1";
+
 /// Stale events of an account above `sequence`, in the order a guard reset
 /// applies them (the `intents_by_sequence` index).
 const STALE_ABOVE: &str = "
@@ -217,6 +220,16 @@ impl WriteTx {
             .fetch_all(conn)
             .await)?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Clears `late` on an event an operator applied that moved the guard.
+    pub async fn mark_in_order(&mut self, intent_id: i64) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(MARK_IN_ORDER)
+            .bind(intent_id)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
     }
 
     /// Records a reset of a guard this transaction has locked.

@@ -155,6 +155,18 @@ pub(super) fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
 }
 
 /// Trims a note, treating blank as none, and bounds its length.
+/// The JSON body of an admin POST, read within the admin body limit; a
+/// body that does not parse is a 400 saying what is expected (`usage`).
+pub async fn json_body<T: serde::de::DeserializeOwned>(
+    request: &HttpRequest,
+    payload: Payload,
+    usage: &str,
+) -> Result<T, ApiError> {
+    let body = read_limited(request, payload, ADMIN_BODY_LIMIT).await?;
+    serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("body must be {usage}: {e}")))
+}
+
 pub fn clean_note(note: Option<String>) -> Result<Option<String>, ApiError> {
     let note = note.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
     // Line breaks and tabs are text; other control characters are not (and

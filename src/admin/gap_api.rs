@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 
 use serde::Deserialize;
 
-use super::api::{ADMIN_BODY_LIMIT, clean_note};
+use super::api::{clean_note, json_body};
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
 use super::target::AccountRef;
 use crate::context::Context;
-use crate::http::{ApiError, read_limited};
+use crate::http::ApiError;
 
 /// `GET /admin/api/gaps`: every account with parked events, oldest first.
 pub async fn list_gaps(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
@@ -59,12 +59,12 @@ pub async fn skip_gap(
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
     let AccountRef { source, account_id } = target;
-    let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
-    let body: SkipBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "body must be {{\"note\": \"...\", \"through\": <sequence>}}: {e}"
-        ))
-    })?;
+    let body: SkipBody = json_body(
+        &request,
+        payload,
+        r#"{"note": "...", "through": <sequence>}"#,
+    )
+    .await?;
     let note = clean_note(body.note)?.ok_or_else(|| {
         ApiError::BadRequest(
             "a note is required: say why the missing numbers will never arrive".into(),

@@ -6,12 +6,12 @@ use actix_web::web::{Data, Json, Payload, Query};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::api::{ADMIN_BODY_LIMIT, clean_note};
+use super::api::{clean_note, json_body};
 use super::auth::BearerAdmin;
 use super::guards::{self, Reset};
 use super::target::AccountRef;
 use crate::context::Context;
-use crate::http::{ApiError, read_limited};
+use crate::http::ApiError;
 
 /// `GET /admin/api/held_accounts`: accounts holding at least
 /// [`guards::MANY_HELD`] events for an operator, most first.
@@ -64,12 +64,12 @@ pub async fn reset_guard(
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
     let AccountRef { source, account_id } = target;
-    let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
-    let body: ResetBody = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "body must be {{\"to\": <sequence>, \"guard_seen\": <sequence>, \"note\": \"...\"}}: {e}"
-        ))
-    })?;
+    let body: ResetBody = json_body(
+        &request,
+        payload,
+        r#"{"to": <sequence>, "guard_seen": <sequence>, "note": "..."}"#,
+    )
+    .await?;
     let (Some(to), Some(guard_seen)) = (body.to, body.guard_seen) else {
         return Err(ApiError::BadRequest(
             "to and guard_seen are required: the new guard, and the guard the preview showed"

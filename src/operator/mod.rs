@@ -115,6 +115,28 @@ pub struct Request<'a> {
     pub now: DateTime<Utc>,
 }
 
+impl<'a> Request<'a> {
+    /// The audit row of this request on its event.
+    fn audit(
+        &self,
+        action: &'a str,
+        previous_status: Status,
+        detail: Option<&'a str>,
+    ) -> NewAudit<'a> {
+        NewAudit {
+            action,
+            source: self.source,
+            event_id: Some(self.event_id),
+            account_id: None,
+            previous_status,
+            actor: self.actor,
+            note: self.note,
+            detail,
+            created_at: self.now,
+        }
+    }
+}
+
 pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, OperatorError> {
     let mut tx = store.begin().await?;
     let Some((previous_status, claimed)) = claim(&mut tx, request).await? else {
@@ -144,18 +166,8 @@ pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, 
             Err(other) => return Err(other),
         },
     };
-    tx.insert_audit(&NewAudit {
-        action: request.action.as_str(),
-        source: request.source,
-        event_id: Some(request.event_id),
-        account_id: None,
-        previous_status,
-        actor: request.actor,
-        note: request.note,
-        detail: None,
-        created_at: request.now,
-    })
-    .await?;
+    tx.insert_audit(&request.audit(request.action.as_str(), previous_status, None))
+        .await?;
     tx.commit().await?;
     Ok(ActionOutcome {
         status: request.action.result_status(),
@@ -173,18 +185,8 @@ async fn audit_refusal(
     reason: &str,
 ) -> Result<(), StoreError> {
     let mut tx = store.begin().await?;
-    tx.insert_audit(&NewAudit {
-        action: "apply_refused",
-        source: request.source,
-        event_id: Some(request.event_id),
-        account_id: None,
-        previous_status,
-        actor: request.actor,
-        note: request.note,
-        detail: Some(reason),
-        created_at: request.now,
-    })
-    .await?;
+    tx.insert_audit(&request.audit("apply_refused", previous_status, Some(reason)))
+        .await?;
     tx.commit().await
 }
 

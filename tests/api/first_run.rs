@@ -21,6 +21,18 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String
     )
 }
 
+/// `hookledger init --kind stripe` for a public host, as README runs it.
+fn init_stripe(dir: &Path) -> (bool, String, String) {
+    let args = [
+        "init",
+        "--kind",
+        "stripe",
+        "--public-url",
+        "https://hooks.example.com",
+    ];
+    run(dir, &args, &[])
+}
+
 #[test]
 fn every_config_problem_is_reported_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -57,17 +69,7 @@ fn every_config_problem_is_reported_at_once() {
 #[test]
 fn init_writes_a_config_that_check_config_accepts() {
     let dir = tempfile::tempdir().unwrap();
-    let (ok, stdout, stderr) = run(
-        dir.path(),
-        &[
-            "init",
-            "--kind",
-            "stripe",
-            "--public-url",
-            "https://hooks.example.com",
-        ],
-        &[],
-    );
+    let (ok, stdout, stderr) = init_stripe(dir.path());
     assert!(ok, "{stderr}");
     assert!(
         stdout.starts_with("wrote hookledger.toml: one stripe source, \"stripe\"\n"),
@@ -300,17 +302,7 @@ fn database_errors_say_what_failed() {
 #[tokio::test]
 async fn the_readme_path_runs_as_written() {
     let dir = tempfile::tempdir().unwrap();
-    let (ok, _, stderr) = run(
-        dir.path(),
-        &[
-            "init",
-            "--kind",
-            "stripe",
-            "--public-url",
-            "https://hooks.example.com",
-        ],
-        &[],
-    );
+    let (ok, _, stderr) = init_stripe(dir.path());
     assert!(ok, "{stderr}");
     let secret = ("STRIPE_WEBHOOK_SECRET", "whsec_from_the_dashboard");
     let (ok, report, stderr) = run(dir.path(), &["check-config"], &[secret]);

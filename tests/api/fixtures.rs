@@ -42,6 +42,39 @@ pub fn edited(kind: &str, name: &str, edits: &[(&str, Value)]) -> Value {
     value
 }
 
+/// A Stripe event from its fixture, with its own event id.
+pub fn stripe_event(name: &str, event_id: &str, edits: &[(&str, Value)]) -> Value {
+    let mut all = vec![("id", serde_json::json!(event_id))];
+    all.extend(edits.iter().cloned());
+    edited("stripe", name, &all)
+}
+
+/// A Stripe `payment_intent.succeeded` crediting `payment` with `amount`.
+pub fn stripe_payment(event_id: &str, payment: &str, amount: i64) -> Value {
+    stripe_event(
+        "payment_intent.succeeded",
+        event_id,
+        &[
+            ("data.object.id", serde_json::json!(payment)),
+            ("data.object.amount", serde_json::json!(amount)),
+            ("data.object.amount_received", serde_json::json!(amount)),
+        ],
+    )
+}
+
+/// A Stripe `refund.created` of `amount` from `payment`.
+pub fn stripe_refund(event_id: &str, refund_id: &str, payment: &str, amount: i64) -> Value {
+    stripe_event(
+        "refund.created",
+        event_id,
+        &[
+            ("data.object.id", serde_json::json!(refund_id)),
+            ("data.object.payment_intent", serde_json::json!(payment)),
+            ("data.object.amount", serde_json::json!(amount)),
+        ],
+    )
+}
+
 /// Signs `body` as a `kind` sender with `secret`, at the test clock's time.
 pub fn signed(kind: &str, secret: &str, body: &Value, event_id: &str) -> SignedRequest {
     sign_body(

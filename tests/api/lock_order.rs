@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{Connection, PgConnection};
 
-use crate::fixtures::{edited, signed};
+use crate::fixtures::{signed, stripe_payment, stripe_refund};
 use crate::helpers::{Backend, Options, STRIPE_SECRET, TestApp};
 
 const PAYMENT: &str = "pi_3QWpG2EbX6tfNkNn0jL1cM7d";
@@ -24,33 +24,6 @@ kind = "stripe"
 secrets = ["whsec_stripe_b_secret"]
 "#;
 
-fn stripe(name: &str, event_id: &str, edits: &[(&str, Value)]) -> Value {
-    let mut all = vec![("id", json!(event_id))];
-    all.extend(edits.iter().cloned());
-    edited("stripe", name, &all)
-}
-fn payment(event_id: &str, payment: &str, amount: i64) -> Value {
-    stripe(
-        "payment_intent.succeeded",
-        event_id,
-        &[
-            ("data.object.id", json!(payment)),
-            ("data.object.amount", json!(amount)),
-            ("data.object.amount_received", json!(amount)),
-        ],
-    )
-}
-fn refund(event_id: &str, refund_id: &str, payment: &str, amount: i64) -> Value {
-    stripe(
-        "refund.created",
-        event_id,
-        &[
-            ("data.object.id", json!(refund_id)),
-            ("data.object.payment_intent", json!(payment)),
-            ("data.object.amount", json!(amount)),
-        ],
-    )
-}
 async fn post(app: &TestApp, source: &str, body: &Value) -> (u16, String) {
     let secret = if source == "stripe" {
         STRIPE_SECRET
@@ -91,12 +64,21 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     .await;
     // stripe-b has a guard on acct_1, and a refund of PAYMENT waits unmatched there.
     assert_eq!(
-        post(&app, "stripe-b", &payment("evt_o1", "pi_other1", 5000))
-            .await
-            .0,
+        post(
+            &app,
+            "stripe-b",
+            &stripe_payment("evt_o1", "pi_other1", 5000)
+        )
+        .await
+        .0,
         200
     );
-    let (s, b) = post(&app, "stripe-b", &refund("evt_r1", "re_1", PAYMENT, 300)).await;
+    let (s, b) = post(
+        &app,
+        "stripe-b",
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 300),
+    )
+    .await;
     assert!(b.contains("unmatched"), "{s} {b}");
     app.execute_sql(PAUSE).await.unwrap();
     app.execute_sql(PAUSE_B).await.unwrap();
@@ -107,8 +89,8 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
         .await
         .unwrap();
 
-    let body_b = payment("evt_o2", "pi_other2", 777);
-    let body_a = payment("evt_pay", PAYMENT, 1000);
+    let body_b = stripe_payment("evt_o2", "pi_other2", 777);
+    let body_a = stripe_payment("evt_pay", PAYMENT, 1000);
     let t2 = post(&app, "stripe-b", &body_b);
     let t1 = async {
         // Only once T2 is paused (holding guard(stripe-b, acct_1)).

@@ -7,17 +7,10 @@
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::fixtures::{deliver_ok, edited, signed};
+use crate::fixtures::{deliver_ok, signed, stripe_event, stripe_payment, stripe_refund};
 use crate::helpers::{Backend, Options, STRIPE_SECRET, TestApp};
 
 const PAYMENT: &str = "pi_3QWpG2EbX6tfNkNn0jL1cM7d";
-
-/// A Stripe event from its fixture, with its own event id.
-fn stripe(name: &str, event_id: &str, edits: &[(&str, Value)]) -> Value {
-    let mut all = vec![("id", json!(event_id))];
-    all.extend(edits.iter().cloned());
-    edited("stripe", name, &all)
-}
 
 async fn send(app: &TestApp, source: &str, body: &Value) -> Value {
     let event_id = body["id"].as_str().unwrap();
@@ -29,43 +22,24 @@ async fn send(app: &TestApp, source: &str, body: &Value) -> Value {
     .await
 }
 
-fn payment(event_id: &str, payment: &str, amount: i64) -> Value {
-    stripe(
-        "payment_intent.succeeded",
-        event_id,
-        &[
-            ("data.object.id", json!(payment)),
-            ("data.object.amount", json!(amount)),
-            ("data.object.amount_received", json!(amount)),
-        ],
-    )
-}
-
-fn refund(event_id: &str, refund_id: &str, payment: &str, amount: i64) -> Value {
-    stripe(
-        "refund.created",
-        event_id,
-        &[
-            ("data.object.id", json!(refund_id)),
-            ("data.object.payment_intent", json!(payment)),
-            ("data.object.amount", json!(amount)),
-        ],
-    )
-}
-
 async fn refunds_are_matched_to_their_payment_and_bounded_by_it(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     assert_eq!(
-        send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await["status"],
+        send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await["status"],
         "applied"
     );
-    let first = send(&app, "stripe", &refund("evt_r1", "re_1", PAYMENT, 300)).await;
+    let first = send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 300),
+    )
+    .await;
     assert_eq!(
         (first["status"].as_str(), first["event_id"].as_str()),
         (Some("applied"), Some("refund:re_1"))
     );
     // The same refund reported again by refund.updated debits nothing more.
-    let updated = stripe(
+    let updated = stripe_event(
         "refund.updated",
         "evt_r1_updated",
         &[
@@ -80,9 +54,19 @@ async fn refunds_are_matched_to_their_payment_and_bounded_by_it(backend: Backend
         (Some("applied"), Some(true))
     );
     // Partial refunds add up to what the payment credited, and no further.
-    send(&app, "stripe", &refund("evt_r2", "re_2", PAYMENT, 500)).await;
+    send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r2", "re_2", PAYMENT, 500),
+    )
+    .await;
     assert_eq!(app.balance("acct_1", "USD").await, 200);
-    let excess = send(&app, "stripe", &refund("evt_r3", "re_3", PAYMENT, 300)).await;
+    let excess = send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r3", "re_3", PAYMENT, 300),
+    )
+    .await;
     assert_eq!(excess["status"], "rejected");
     let stored = app.event("stripe", "refund:re_3").await;
     assert_eq!(
@@ -101,7 +85,12 @@ async fn refunds_are_matched_to_their_payment_and_bounded_by_it(backend: Backend
 
 async fn a_refund_that_arrives_first_waits_for_its_payment(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let early = send(&app, "stripe", &refund("evt_r1", "re_1", PAYMENT, 300)).await;
+    let early = send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 300),
+    )
+    .await;
     assert_eq!(early["status"], "unmatched");
     let stored = app.event("stripe", "refund:re_1").await;
     assert_eq!(
@@ -111,9 +100,14 @@ async fn a_refund_that_arrives_first_waits_for_its_payment(backend: Backend) {
     );
     assert_eq!(app.balance("acct_1", "USD").await, 0);
     // Redelivered while it waits: a duplicate.
-    let again = send(&app, "stripe", &refund("evt_r1", "re_1", PAYMENT, 300)).await;
+    let again = send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 300),
+    )
+    .await;
     assert_eq!(again["duplicate"], true);
-    let paid = send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
+    let paid = send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
     assert_eq!(
         (paid["status"].as_str(), paid["released"].as_u64()),
         (Some("applied"), Some(1))
@@ -129,7 +123,12 @@ async fn a_refund_that_arrives_first_waits_for_its_payment(backend: Backend) {
 
 async fn a_refund_of_an_unknown_payment_waits_and_can_be_dismissed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &refund("evt_r1", "re_1", "pi_never", 300)).await;
+    send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r1", "re_1", "pi_never", 300),
+    )
+    .await;
     let held = crate::helpers::json_with_status(
         app.admin_get("/admin/api/events?status=unmatched").await,
         reqwest::StatusCode::OK,
@@ -144,7 +143,7 @@ async fn a_refund_of_an_unknown_payment_waits_and_can_be_dismissed(backend: Back
         .await;
     assert_eq!(dismissed.status(), reqwest::StatusCode::OK);
     // A dismissed refund stays dismissed when its payment arrives.
-    send(&app, "stripe", &payment("evt_pay", "pi_never", 1000)).await;
+    send(&app, "stripe", &stripe_payment("evt_pay", "pi_never", 1000)).await;
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
     assert_eq!(
         app.event("stripe", "refund:re_1").await["status"],
@@ -155,8 +154,8 @@ async fn a_refund_of_an_unknown_payment_waits_and_can_be_dismissed(backend: Back
 
 async fn a_refund_in_another_currency_is_rejected(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
-    let mut eur = refund("evt_r1", "re_1", PAYMENT, 300);
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
+    let mut eur = stripe_refund("evt_r1", "re_1", PAYMENT, 300);
     eur["data"]["object"]["currency"] = json!("eur");
     assert_eq!(send(&app, "stripe", &eur).await["status"], "rejected");
     assert_eq!(
@@ -169,16 +168,16 @@ async fn a_refund_in_another_currency_is_rejected(backend: Backend) {
 
 async fn a_dispute_takes_the_funds_and_gives_back_only_what_it_took(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
-    let withdrawn = stripe("charge.dispute.funds_withdrawn", "evt_d1", &[]);
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
+    let withdrawn = stripe_event("charge.dispute.funds_withdrawn", "evt_d1", &[]);
     assert_eq!(send(&app, "stripe", &withdrawn).await["status"], "applied");
     assert_eq!(app.balance("acct_1", "USD").await, 0);
     // A refund after it on a fully disputed payment has nothing left to take.
-    let mut after = refund("evt_r1", "re_1", PAYMENT, 100);
+    let mut after = stripe_refund("evt_r1", "re_1", PAYMENT, 100);
     after["created"] = json!(1_780_405_200);
     assert_eq!(send(&app, "stripe", &after).await["status"], "rejected");
     // One from before it is late: held for a person, as late debits are.
-    let before = refund("evt_r2", "re_2", PAYMENT, 100);
+    let before = stripe_refund("evt_r2", "re_2", PAYMENT, 100);
     assert_eq!(send(&app, "stripe", &before).await["status"], "stale");
     // Applied by an operator, it meets the same bound: nothing is left now.
     let apply = "/admin/api/events/stripe/refund:re_2/apply";
@@ -193,7 +192,7 @@ async fn a_dispute_takes_the_funds_and_gives_back_only_what_it_took(backend: Bac
         "{body}"
     );
     assert_eq!(app.event("stripe", "refund:re_2").await["status"], "stale");
-    let reinstated = stripe("charge.dispute.funds_reinstated", "evt_d2", &[]);
+    let reinstated = stripe_event("charge.dispute.funds_reinstated", "evt_d2", &[]);
     let answer = send(&app, "stripe", &reinstated).await;
     assert_eq!(
         (answer["status"].as_str(), answer["event_id"].as_str()),
@@ -204,7 +203,7 @@ async fn a_dispute_takes_the_funds_and_gives_back_only_what_it_took(backend: Bac
     );
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
     // Reported again under another event id: the same dispute, a duplicate.
-    let again = stripe("charge.dispute.funds_reinstated", "evt_d3", &[]);
+    let again = stripe_event("charge.dispute.funds_reinstated", "evt_d3", &[]);
     assert_eq!(send(&app, "stripe", &again).await["duplicate"], true);
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
     // Now the held refund fits, and the operator's apply posts it once.
@@ -218,12 +217,17 @@ async fn a_dispute_takes_the_funds_and_gives_back_only_what_it_took(backend: Bac
 
 async fn a_reinstatement_without_its_withdrawal_gives_nothing_back(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
-    send(&app, "stripe", &refund("evt_r1", "re_1", PAYMENT, 400)).await;
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
+    send(
+        &app,
+        "stripe",
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 400),
+    )
+    .await;
     // The payment has 400 reversed, but by a refund: a dispute never
     // withdrawn gives none of it back; the reinstatement waits, held, for
     // its withdrawal.
-    let reinstated = stripe("charge.dispute.funds_reinstated", "evt_d2", &[]);
+    let reinstated = stripe_event("charge.dispute.funds_reinstated", "evt_d2", &[]);
     assert_eq!(send(&app, "stripe", &reinstated).await["status"], "stale");
     let key = "dispute-reinstated:dp_1QWqA0EbX6tfNkNnJ8mB2vZx";
     assert_eq!(
@@ -243,14 +247,14 @@ async fn a_reinstatement_without_its_withdrawal_gives_nothing_back(backend: Back
 /// withdrawal, the reinstatement applies too: the money comes back.
 async fn a_reinstatement_waits_for_a_held_withdrawal(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
     // A newer payment on the account moves its guard past the dispute.
-    let mut newer = payment("evt_pay2", "pi_newer", 500);
+    let mut newer = stripe_payment("evt_pay2", "pi_newer", 500);
     newer["created"] = json!(1_780_500_000);
     send(&app, "stripe", &newer).await;
-    let withdrawn = stripe("charge.dispute.funds_withdrawn", "evt_d1", &[]);
+    let withdrawn = stripe_event("charge.dispute.funds_withdrawn", "evt_d1", &[]);
     assert_eq!(send(&app, "stripe", &withdrawn).await["status"], "stale");
-    let mut reinstated = stripe("charge.dispute.funds_reinstated", "evt_d2", &[]);
+    let mut reinstated = stripe_event("charge.dispute.funds_reinstated", "evt_d2", &[]);
     reinstated["created"] = json!(1_780_600_000);
     assert_eq!(send(&app, "stripe", &reinstated).await["status"], "stale");
     let key = "dispute-reinstated:dp_1QWqA0EbX6tfNkNnJ8mB2vZx";
@@ -272,10 +276,10 @@ async fn a_reinstatement_waits_for_a_held_withdrawal(backend: Backend) {
 /// is refused when the payment comes, as it would be after it.
 async fn an_early_refund_naming_another_account_is_rejected(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let mut early = refund("evt_r1", "re_1", PAYMENT, 300);
+    let mut early = stripe_refund("evt_r1", "re_1", PAYMENT, 300);
     early["data"]["object"]["metadata"] = json!({"account_id": "acct_other"});
     assert_eq!(send(&app, "stripe", &early).await["status"], "unmatched");
-    let paid = send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
+    let paid = send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
     assert_eq!(paid["status"], "applied");
     let stored = app.event("stripe", "refund:re_1").await;
     assert_eq!(
@@ -297,7 +301,7 @@ async fn an_early_refund_naming_another_account_is_rejected(backend: Backend) {
 /// and currency included.
 async fn the_check_reports_a_payment_row_that_disagrees(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
     app.execute_sql("update payments set account_id = 'acct_9'")
         .await
         .unwrap();
@@ -323,9 +327,14 @@ async fn running_refund_totals_debit_only_what_is_new(backend: Backend) {
         ..Options::default()
     };
     let app = TestApp::spawn_with(backend, options).await;
-    send(&app, "stripe-legacy", &payment("evt_pay", PAYMENT, 1000)).await;
+    send(
+        &app,
+        "stripe-legacy",
+        &stripe_payment("evt_pay", PAYMENT, 1000),
+    )
+    .await;
     let refunded = |event_id: &str, total: i64| {
-        stripe(
+        stripe_event(
             "charge.refunded",
             event_id,
             &[("data.object.amount_refunded", json!(total))],
@@ -350,7 +359,7 @@ async fn running_refund_totals_debit_only_what_is_new(backend: Backend) {
     let per_refund = send(
         &app,
         "stripe-legacy",
-        &refund("evt_r1", "re_1", PAYMENT, 200),
+        &stripe_refund("evt_r1", "re_1", PAYMENT, 200),
     )
     .await;
     assert_eq!(per_refund["status"], "ignored");
@@ -364,9 +373,9 @@ async fn running_refund_totals_debit_only_what_is_new(backend: Backend) {
 /// whichever ten, and the payment is refunded exactly in full.
 async fn concurrent_refunds_never_take_more_than_the_payment(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    send(&app, "stripe", &payment("evt_pay", PAYMENT, 1000)).await;
+    send(&app, "stripe", &stripe_payment("evt_pay", PAYMENT, 1000)).await;
     let refunds: Vec<Value> = (0..20)
-        .map(|i| refund(&format!("evt_r{i}"), &format!("re_{i}"), PAYMENT, 100))
+        .map(|i| stripe_refund(&format!("evt_r{i}"), &format!("re_{i}"), PAYMENT, 100))
         .collect();
     let answers = join_all(refunds.iter().map(|r| send(&app, "stripe", r))).await;
     let applied = answers.iter().filter(|a| a["status"] == "applied").count();
@@ -382,9 +391,13 @@ async fn refunds_racing_their_payment_are_never_stranded(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     for round in 0..5 {
         let payment_id = format!("pi_race_{round}");
-        let mut bodies = vec![payment(&format!("evt_pay_{round}"), &payment_id, 1000)];
+        let mut bodies = vec![stripe_payment(
+            &format!("evt_pay_{round}"),
+            &payment_id,
+            1000,
+        )];
         bodies.extend((0..4).map(|i| {
-            refund(
+            stripe_refund(
                 &format!("evt_r_{round}_{i}"),
                 &format!("re_{round}_{i}"),
                 &payment_id,

@@ -12,7 +12,7 @@ use hookledger::config::from_toml;
 use hookledger::startup::Application;
 use serde_json::{Value, json};
 
-use crate::fixtures::{deliver_ok, edited, signed};
+use crate::fixtures::{deliver_ok, signed, stripe_event, stripe_refund};
 use crate::helpers::{Backend, Options, STRIPE_SECRET, TestApp, base_config, now};
 
 const A_SECRET: &str = "whsec_stripe_a_secret";
@@ -33,24 +33,6 @@ kind = "stripe"
 secrets = ["whsec_stripe_a_secret"]
 credit_types = ["payment_intent.succeeded", "charge.succeeded"]
 "#;
-
-fn stripe(name: &str, event_id: &str, edits: &[(&str, Value)]) -> Value {
-    let mut all = vec![("id", json!(event_id))];
-    all.extend(edits.iter().cloned());
-    edited("stripe", name, &all)
-}
-
-fn refund(event_id: &str, refund_id: &str, amount: i64) -> Value {
-    stripe(
-        "refund.created",
-        event_id,
-        &[
-            ("data.object.id", json!(refund_id)),
-            ("data.object.payment_intent", json!("pi_1")),
-            ("data.object.amount", json!(amount)),
-        ],
-    )
-}
 
 /// Runs config v1 on the database: the credit at stripe-a, the refund at
 /// stripe.
@@ -83,7 +65,7 @@ async fn run_v1(url: String) {
             post.send().await.unwrap().text().await.unwrap()
         }
     };
-    let paid = stripe(
+    let paid = stripe_event(
         "payment_intent.succeeded",
         "evt_pay",
         &[
@@ -94,7 +76,12 @@ async fn run_v1(url: String) {
     );
     let credited = post("stripe-a", A_SECRET, paid).await;
     assert!(credited.contains(r#""status":"applied""#), "{credited}");
-    let waiting = post("stripe", STRIPE_SECRET, refund("evt_r1", "re_1", 300)).await;
+    let waiting = post(
+        "stripe",
+        STRIPE_SECRET,
+        stripe_refund("evt_r1", "re_1", "pi_1", 300),
+    )
+    .await;
     assert!(waiting.contains(r#""status":"unmatched""#), "{waiting}");
     store.close().await;
 }
@@ -118,12 +105,17 @@ async fn merging_scopes_keeps_one_credit_per_payment(backend: Backend) {
     assert_eq!(app.balance("acct_1", "USD").await, 1000 - 300);
     // A new refund matches at once; a second credit of the payment is not
     // applied.
-    let request = signed("stripe", A_SECRET, &refund("evt_r2", "re_2", 200), "evt_r2");
+    let request = signed(
+        "stripe",
+        A_SECRET,
+        &stripe_refund("evt_r2", "re_2", "pi_1", 200),
+        "evt_r2",
+    );
     assert_eq!(
         deliver_ok(&app, "stripe-a", &request).await["status"],
         "applied"
     );
-    let charge = stripe(
+    let charge = stripe_event(
         "charge.succeeded",
         "evt_ch",
         &[("data.object.payment_intent", json!("pi_1"))],

@@ -18,106 +18,17 @@
 //! PostgreSQL only: SQLite runs one write transaction at a time
 //! (`BEGIN IMMEDIATE`), so these interleavings cannot happen there.
 
-use std::time::Duration;
-
-use sqlx::{Connection, PgConnection};
-
 use hookledger::providers::Sample;
 
+use std::time::Duration;
+
 use crate::helpers::{Backend, TestApp, credit, credit_seq, json_with_status};
-
-const PAUSE_KEY: i64 = 4242;
-
-/// A trigger function that waits for `PAUSE_KEY` while the test holds it.
-/// Shared: once released, every paused transaction goes on at once, and a
-/// transaction passes later pauses of its own freely.
-const PAUSE: &str = "
-create function pause() returns trigger language plpgsql as $$
-begin
-    perform pg_advisory_xact_lock_shared(4242);
-    return new;
-end $$;";
+use crate::pause::{PAUSE, Pause};
 
 /// Makes every park (`status` becoming `waiting`) pause.
 const PAUSE_PARKS: &str = "
 create trigger pause_park before insert or update on intents
 for each row when (new.status = 'waiting') execute function pause();";
-
-/// The test's hold on `PAUSE_KEY`, and a connection to watch the waits.
-struct Pause {
-    holder: PgConnection,
-    observer: PgConnection,
-}
-
-impl Pause {
-    async fn hold(app: &TestApp) -> Pause {
-        let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
-        let observer = PgConnection::connect(&app.database_url).await.unwrap();
-        sqlx::query("select pg_advisory_lock($1)")
-            .bind(PAUSE_KEY)
-            .execute(&mut holder)
-            .await
-            .unwrap();
-        Pause { holder, observer }
-    }
-
-    async fn release(&mut self) {
-        sqlx::query("select pg_advisory_unlock($1)")
-            .bind(PAUSE_KEY)
-            .execute(&mut self.holder)
-            .await
-            .unwrap();
-    }
-
-    /// Backends of this test's database waiting for a lock of `kind`.
-    async fn waiting_on(&mut self, kind: &str) -> i64 {
-        sqlx::query_scalar(
-            "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
-             where a.datname = current_database() and l.locktype = $1 and not l.granted",
-        )
-        .bind(kind)
-        .fetch_one(&mut self.observer)
-        .await
-        .unwrap()
-    }
-
-    async fn until_waiting_on(&mut self, kind: &str) {
-        for _ in 0..200 {
-            if self.waiting_on(kind).await > 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("no transaction ever waited on a {kind} lock");
-    }
-
-    /// Runs `request` while the pause is held, and releases the pause once
-    /// the request either answers or waits on another transaction's row
-    /// lock: a request that should wait for the paused transaction shows
-    /// up as answered first only when it did not wait.
-    async fn release_once_blocked<T>(&mut self, request: impl Future<Output = T>) -> T {
-        tokio::pin!(request);
-        let mut answered = None;
-        for _ in 0..200 {
-            tokio::select! {
-                answer = &mut request => {
-                    answered = Some(answer);
-                    break;
-                }
-                () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if self.waiting_on("transactionid").await > 0 {
-                        break;
-                    }
-                }
-            }
-        }
-        self.release().await;
-        match answered {
-            Some(answer) => answer,
-            None => request.await,
-        }
-    }
-}
 
 /// Parks `parked` while `next` (the number before it) is applied, with the
 /// park paused at the critical point; both must end applied.

@@ -7,13 +7,11 @@
 //! while it holds its guard (PostgreSQL: SQLite runs one writer at a time, so
 //! it cannot interleave them).
 
-use std::time::Duration;
-
 use serde_json::Value;
-use sqlx::{Connection, PgConnection};
 
 use crate::fixtures::{signed, stripe_payment, stripe_refund};
 use crate::helpers::{Backend, Options, STRIPE_SECRET, TestApp};
+use crate::pause::{PAUSE, Pause};
 
 const PAYMENT: &str = "pi_3QWpG2EbX6tfNkNn0jL1cM7d";
 const B_SECRET: &str = "whsec_stripe_b_secret";
@@ -37,19 +35,13 @@ async fn post(app: &TestApp, source: &str, body: &Value) -> (u16, String) {
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
-const PAUSE: &str = "
-create function pause() returns trigger language plpgsql as $$
-begin
-    perform pg_advisory_xact_lock_shared(4242);
-    return new;
-end $$;";
 /// Pauses stripe-b's credit of pi_other2 at settle's lock_payment: after it
 /// took guard(stripe-b, acct_1), before it touches the balance.
 const PAUSE_B: &str = "
 create trigger pause_b before update on payments
 for each row when (new.payment_ref = 'pi_other2') execute function pause();";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     let Some(backend) = Backend::postgres_or_skip("lock_order") else {
         return;
@@ -82,52 +74,21 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     assert!(b.contains("unmatched"), "{s} {b}");
     app.execute_sql(PAUSE).await.unwrap();
     app.execute_sql(PAUSE_B).await.unwrap();
-    let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
-    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
-    sqlx::query("select pg_advisory_lock(4242)")
-        .execute(&mut holder)
-        .await
-        .unwrap();
-
-    let body_b = stripe_payment("evt_o2", "pi_other2", 777);
-    let body_a = stripe_payment("evt_pay", PAYMENT, 1000);
-    let t2 = post(&app, "stripe-b", &body_b);
+    let mut pause = Pause::hold(&app).await;
+    // stripe-b's credit pauses holding its guard; then the credit at stripe
+    // that releases the refund runs, and the pause ends once it waits.
+    let (other, crediting) = (
+        stripe_payment("evt_o2", "pi_other2", 777),
+        stripe_payment("evt_pay", PAYMENT, 1000),
+    );
+    let t2 = post(&app, "stripe-b", &other);
     let t1 = async {
-        // Only once T2 is paused (holding guard(stripe-b, acct_1)).
-        for _ in 0..200 {
-            let n: i64 = sqlx::query_scalar(
-                "select count(*) from pg_locks where locktype='advisory' and not granted",
-            )
-            .fetch_one(&mut observer)
+        pause.until_waiting_on("advisory").await;
+        pause
+            .release_once_blocked(post(&app, "stripe", &crediting))
             .await
-            .unwrap();
-            if n > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        post(&app, "stripe", &body_a).await
     };
-    let unpause = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        for _ in 0..200 {
-            let n: i64 = sqlx::query_scalar(
-                "select count(*) from pg_locks where locktype='transactionid' and not granted",
-            )
-            .fetch_one(&mut holder)
-            .await
-            .unwrap();
-            if n > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        sqlx::query("select pg_advisory_unlock(4242)")
-            .execute(&mut holder)
-            .await
-            .unwrap();
-    };
-    let (r2, r1, ()) = tokio::join!(t2, t1, unpause);
+    let (r2, r1) = tokio::join!(t2, t1);
     assert_eq!(
         (r1.0, r2.0),
         (200, 200),

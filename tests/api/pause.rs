@@ -1,0 +1,98 @@
+//! Pausing a PostgreSQL transaction at one statement: a trigger function
+//! waits on an advisory lock the test holds, so a test can force an
+//! interleaving that ordinary concurrency hits only by chance
+//! (`interleavings`, `lock_order`).
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection};
+
+use crate::helpers::TestApp;
+
+pub const PAUSE_KEY: i64 = 4242;
+
+/// A trigger function that waits for `PAUSE_KEY` while the test holds it.
+/// Shared: once released, every paused transaction goes on at once, and a
+/// transaction passes later pauses of its own freely.
+pub const PAUSE: &str = "
+create function pause() returns trigger language plpgsql as $$
+begin
+    perform pg_advisory_xact_lock_shared(4242);
+    return new;
+end $$;";
+
+/// The test's hold on `PAUSE_KEY`, and a connection to watch the waits.
+pub struct Pause {
+    holder: PgConnection,
+    observer: PgConnection,
+}
+
+impl Pause {
+    pub async fn hold(app: &TestApp) -> Pause {
+        let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
+        let observer = PgConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query("select pg_advisory_lock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        Pause { holder, observer }
+    }
+
+    pub async fn release(&mut self) {
+        sqlx::query("select pg_advisory_unlock($1)")
+            .bind(PAUSE_KEY)
+            .execute(&mut self.holder)
+            .await
+            .unwrap();
+    }
+
+    /// Backends of this test's database waiting for a lock of `kind`.
+    pub async fn waiting_on(&mut self, kind: &str) -> i64 {
+        sqlx::query_scalar(
+            "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
+             where a.datname = current_database() and l.locktype = $1 and not l.granted",
+        )
+        .bind(kind)
+        .fetch_one(&mut self.observer)
+        .await
+        .unwrap()
+    }
+
+    pub async fn until_waiting_on(&mut self, kind: &str) {
+        for _ in 0..200 {
+            if self.waiting_on(kind).await > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no transaction ever waited on a {kind} lock");
+    }
+
+    /// Runs `request` while the pause is held, and releases the pause once
+    /// the request either answers or waits on another transaction's row
+    /// lock: a request that should wait for the paused transaction shows
+    /// up as answered first only when it did not wait.
+    pub async fn release_once_blocked<T>(&mut self, request: impl Future<Output = T>) -> T {
+        tokio::pin!(request);
+        let mut answered = None;
+        for _ in 0..200 {
+            tokio::select! {
+                answer = &mut request => {
+                    answered = Some(answer);
+                    break;
+                }
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if self.waiting_on("transactionid").await > 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        self.release().await;
+        match answered {
+            Some(answer) => answer,
+            None => request.await,
+        }
+    }
+}

@@ -270,6 +270,11 @@ fn database_errors_say_what_failed() {
         Backend::postgres_or_skip("database_errors_say_what_failed")
     {
         let server = url.rsplit_once('/').map_or(url.as_str(), |(s, _)| s);
+        let host = server.rsplit_once('@').map_or(server, |(_, h)| h);
+        cases.push((
+            format!("postgres://hookledger_no_such_role@{host}/postgres?sslmode=disable"),
+            "hookledger: cannot open the database: PostgreSQL at 127.0.0.1:5432/postgres as hookledger_no_such_role (database_url): authentication failed for user hookledger_no_such_role\n".to_owned(),
+        ));
         cases.push((
             format!("{server}/hookledger_no_such_database?sslmode=disable"),
             "hookledger: cannot open the database: PostgreSQL at 127.0.0.1:5432/hookledger_no_such_database as postgres (database_url): database hookledger_no_such_database does not exist\n".to_owned(),

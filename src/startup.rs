@@ -141,7 +141,10 @@ impl Application {
             // actix's own bound is per worker: never below what the gate
             // admits in all, or one worker would stop accepting first.
             .max_concurrent_connections(capacity)
-            .shutdown_timeout(10);
+            // Signals are ours (run_until_stopped): actix would stop at once
+            // on Ctrl-C, cutting answers off after their commit.
+            .disable_signals()
+            .shutdown_timeout(config.shutdown_timeout.as_secs());
         if let Some(workers) = config.workers {
             server = server.workers(workers);
         }
@@ -159,6 +162,23 @@ impl Application {
         })
     }
 
+    /// On SIGTERM or Ctrl-C (SIGINT): stop accepting and let requests in
+    /// flight finish, their transactions committed and answered, for up to
+    /// `shutdown_timeout_secs`; what is still running then is cut off and its
+    /// transaction rolled back. Never committed and unanswered: the commit is
+    /// the last step before the answer, and a provider's redelivery of a
+    /// rolled-back event applies it. For the binary only: a test process
+    /// keeps its own Ctrl-C.
+    pub fn stop_on_signals(&self) -> JoinHandle<()> {
+        let handle = self.server.handle();
+        tokio::spawn(async move {
+            if let Some(signal) = shutdown_signal().await {
+                tracing::info!(signal, "shutting down: finishing requests in flight");
+                handle.stop(true).await;
+            }
+        })
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -167,8 +187,9 @@ impl Application {
         &self.store
     }
 
-    /// Serves until SIGINT/SIGTERM, finishing requests in flight (each one's
-    /// transaction commits or rolls back as a whole).
+    /// Serves until stopped ([`Application::stop_on_signals`]), finishing
+    /// requests in flight (each one's transaction commits or rolls back as a
+    /// whole), then closes the pool.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
         // A drain step cut here rolls back whole; the next start finds it.
@@ -306,4 +327,16 @@ fn bad_request(error: impl std::fmt::Display) -> actix_web::Error {
 
 async fn not_found() -> HttpResponse {
     actix_web::ResponseError::error_response(&ApiError::NotFound("route"))
+}
+
+/// The first of SIGTERM and SIGINT, by name; `None` if neither can be
+/// listened for (the server then runs until killed).
+async fn shutdown_signal() -> Option<&'static str> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok()?;
+    let mut interrupt = signal(SignalKind::interrupt()).ok()?;
+    tokio::select! {
+        _ = term.recv() => Some("SIGTERM"),
+        _ = interrupt.recv() => Some("SIGINT"),
+    }
 }

@@ -130,5 +130,6 @@ async fn serve(config: Config) -> Result<(), CliError> {
     }
     let _ = out.flush();
     drop(out);
+    app.stop_on_signals();
     app.run_until_stopped().await.map_err(CliError::Serve)
 }

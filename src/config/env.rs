@@ -60,6 +60,10 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
     );
     set(&mut raw.workers, parsed(env, errors, "HOOKLEDGER_WORKERS"));
     set(
+        &mut raw.shutdown_timeout_secs,
+        parsed(env, errors, "HOOKLEDGER_SHUTDOWN_TIMEOUT_SECS"),
+    );
+    set(
         &mut raw.release_sweep_secs,
         parsed(env, errors, "HOOKLEDGER_RELEASE_SWEEP_SECS"),
     );

@@ -47,6 +47,9 @@ pub struct Config {
     /// How often the drain task looks for parked events to release when no
     /// delivery woke it (a backlog another instance left, a mode switch).
     pub release_sweep: Duration,
+    /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish
+    /// before the process exits anyway (their transactions then roll back).
+    pub shutdown_timeout: Duration,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,
     pub database: PoolSettings,
@@ -269,6 +272,13 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             1..=86_400,
         ))
         .unwrap_or(1);
+    let shutdown_timeout_secs = problems
+        .take(in_range(
+            "shutdown_timeout_secs",
+            raw.shutdown_timeout_secs.unwrap_or(25),
+            1..=3600,
+        ))
+        .unwrap_or(1);
     let limits = problems.take(limits::build(&raw.limits));
     let max_connections = problems
         .take(in_range(
@@ -339,6 +349,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         max_body_bytes: max_body_bytes as usize,
         limits,
         release_sweep: Duration::from_secs(release_sweep_secs),
+        shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
         database: PoolSettings {
             max_connections: max_connections as u32,

@@ -14,6 +14,7 @@ pub struct RawConfig {
     pub max_body_bytes: Option<u64>,
     pub workers: Option<u64>,
     pub release_sweep_secs: Option<u64>,
+    pub shutdown_timeout_secs: Option<u64>,
     #[serde(default)]
     pub database: RawDatabase,
     #[serde(default)]

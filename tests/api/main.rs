@@ -43,6 +43,7 @@ mod protocol;
 mod refunds;
 mod schema;
 mod scope_merge;
+mod shutdown;
 mod sign_in;
 mod stored;
 mod stored_property;

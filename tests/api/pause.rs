@@ -29,8 +29,14 @@ pub struct Pause {
 
 impl Pause {
     pub async fn hold(app: &TestApp) -> Pause {
-        let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
-        let observer = PgConnection::connect(&app.database_url).await.unwrap();
+        Self::hold_on(&app.database_url).await
+    }
+
+    /// The pause on the database at `database_url` (a server started as a
+    /// process).
+    pub async fn hold_on(database_url: &str) -> Pause {
+        let mut holder = PgConnection::connect(database_url).await.unwrap();
+        let observer = PgConnection::connect(database_url).await.unwrap();
         sqlx::query("select pg_advisory_lock($1)")
             .bind(PAUSE_KEY)
             .execute(&mut holder)

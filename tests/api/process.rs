@@ -80,6 +80,28 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Sends `signal` (`TERM`: what a supervisor sends to stop it; `INT`:
+    /// Ctrl-C).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "SIG{signal} sent");
+    }
+
+    /// Its exit status, once it has exited, waiting at most `within`.
+    pub fn exit_status(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("child status") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// SIGKILL: no shutdown, no chance to finish anything.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

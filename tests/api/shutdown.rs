@@ -1,0 +1,212 @@
+//! Graceful shutdown of the real binary: a delivery in flight at SIGTERM or
+//! Ctrl-C is
+//! either committed and answered 200, or (past `shutdown_timeout_secs`)
+//! rolled back and unanswered, and then its redelivery applies it once.
+//! Never committed and unanswered. The delivery is held in flight by the
+//! database: on PostgreSQL a trigger pauses its transaction at the intent
+//! insert; on SQLite another connection holds the write lock it waits for.
+
+use std::path::Path;
+use std::time::Duration;
+
+use hookledger::cli::{SignedRequest, signed_sample};
+use hookledger::providers::Sample;
+use hookledger::secret::Secret;
+use sqlx::{Connection, SqliteConnection};
+
+use crate::helpers::Backend;
+use crate::pause::{PAUSE, Pause};
+use crate::postgres::TestDatabase;
+use crate::process::Server;
+
+const PAUSE_INSERTS: &str = "
+create trigger pause_insert before insert on intents
+for each row execute function pause()";
+
+/// What holds a delivery in flight.
+enum Hold {
+    Postgres(Pause),
+    Sqlite(SqliteConnection),
+}
+
+impl Hold {
+    async fn take(database_url: &str) -> Hold {
+        if database_url.starts_with("postgres") {
+            let mut setup = sqlx::PgConnection::connect(database_url).await.unwrap();
+            for sql in [PAUSE, PAUSE_INSERTS] {
+                sqlx::raw_sql(sql).execute(&mut setup).await.unwrap();
+            }
+            Hold::Postgres(Pause::hold_on(database_url).await)
+        } else {
+            let mut connection = SqliteConnection::connect(database_url).await.unwrap();
+            sqlx::raw_sql("begin immediate")
+                .execute(&mut connection)
+                .await
+                .unwrap();
+            Hold::Sqlite(connection)
+        }
+    }
+
+    /// Until the delivery is stuck on the hold.
+    async fn until_held(&mut self) {
+        match self {
+            Hold::Postgres(pause) => pause.until_waiting_on("advisory").await,
+            // Nothing to observe: the write lock's wait is inside SQLite.
+            Hold::Sqlite(_) => tokio::time::sleep(Duration::from_millis(800)).await,
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            Hold::Postgres(mut pause) => pause.release().await,
+            Hold::Sqlite(mut connection) => {
+                sqlx::raw_sql("rollback")
+                    .execute(&mut connection)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// The demo's credit, signed now (the binary's clock is real).
+fn delivery(dir: &Path, event_id: &str) -> SignedRequest {
+    let secret = std::fs::read_to_string(dir.join("data/demo_secret")).unwrap();
+    let sample = Sample {
+        event_id: event_id.to_owned(),
+        event_type: None,
+        account_id: "acct_1".to_owned(),
+        amount_minor: 1500,
+        currency: "USD".to_owned(),
+        sequence: Some(1),
+        timestamp: chrono::Utc::now().timestamp(),
+        payment: None,
+    };
+    signed_sample("standard-webhooks", &Secret::new(secret.trim()), &sample).unwrap()
+}
+
+async fn post(base: &str, request: &SignedRequest) -> Result<(u16, String), reqwest::Error> {
+    let mut post = reqwest::Client::new()
+        .post(format!("{base}/webhooks/demo"))
+        .body(request.body.clone());
+    for (name, value) in &request.headers {
+        post = post.header(*name, value);
+    }
+    let response = post.send().await?;
+    let status = response.status().as_u16();
+    Ok((status, response.text().await?))
+}
+
+/// The demo server on `database_url` with a shutdown bound.
+fn start(dir: &Path, database_url: &str, shutdown_secs: &str) -> Server {
+    let env = [
+        ("HOOKLEDGER_DATABASE_URL", database_url),
+        ("HOOKLEDGER_SHUTDOWN_TIMEOUT_SECS", shutdown_secs),
+        ("HOOKLEDGER_DATABASE_BUSY_TIMEOUT_MS", "20000"),
+    ];
+    Server::start(dir, &env, "note")
+}
+
+async fn database(backend: &Backend, dir: &Path) -> (String, Option<TestDatabase>) {
+    match backend {
+        Backend::Postgres(url) => {
+            let database = TestDatabase::create(url).await;
+            (database.url.clone(), Some(database))
+        }
+        Backend::Sqlite => {
+            std::fs::create_dir_all(dir.join("data")).unwrap();
+            (
+                format!("sqlite://{}/data/hookledger.db", dir.display()),
+                None,
+            )
+        }
+    }
+}
+
+/// The event's balance after a restart on the same database: the event
+/// applied once, and a redelivery of it is a duplicate.
+async fn applied_once(dir: &Path, database_url: &str, event_id: &str) {
+    let server = start(dir, database_url, "25");
+    let again = post(&server.base(), &delivery(dir, event_id))
+        .await
+        .unwrap();
+    assert_eq!(again.0, 200, "{again:?}");
+    assert!(again.1.contains(r#""duplicate":true"#), "{again:?}");
+    let token = server.value("admin token");
+    let account = server.admin(&token, "/admin/api/accounts/acct_1").await;
+    assert_eq!(account["balances"][0]["balance_minor"], 1500);
+    assert_eq!(server.admin(&token, "/admin/api/check").await["ok"], true);
+}
+
+/// Ctrl-C (SIGINT) stops as gracefully as SIGTERM (actix's own handling
+/// would stop at once on it).
+async fn a_delivery_in_flight_at_ctrl_c_is_committed_and_answered(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = database(&backend, dir.path()).await;
+    let mut server = start(dir.path(), &url, "20");
+    let base = server.base();
+    let mut hold = Hold::take(&url).await;
+    let request = delivery(dir.path(), "msg_inflight");
+    let in_flight = tokio::spawn({
+        let base = base.clone();
+        async move { post(&base, &request).await }
+    });
+    hold.until_held().await;
+    server.signal("INT");
+    // Stopped accepting: a new connection is refused while the delivery
+    // is still in flight.
+    let mut refused = false;
+    for _ in 0..40 {
+        if reqwest::get(format!("{base}/healthz")).await.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(refused, "still accepting after Ctrl-C");
+    hold.release().await;
+    let answer = in_flight.await.unwrap().expect("answered");
+    assert_eq!(answer.0, 200, "{answer:?}");
+    assert!(answer.1.contains(r#""status":"applied""#), "{answer:?}");
+    let status = server.exit_status(Duration::from_secs(20)).expect("exited");
+    assert!(status.success(), "exit {status:?}");
+    assert!(server.log().contains("shutting down"), "{}", server.log());
+    applied_once(dir.path(), &url, "msg_inflight").await;
+}
+
+/// Past the bound, the process exits with the delivery unanswered; its
+/// transaction rolls back, and the provider's redelivery applies it once.
+async fn past_the_bound_a_delivery_is_rolled_back_and_redelivered(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = database(&backend, dir.path()).await;
+    let mut server = start(dir.path(), &url, "1");
+    let base = server.base();
+    let mut hold = Hold::take(&url).await;
+    let request = delivery(dir.path(), "msg_cut");
+    let in_flight = tokio::spawn({
+        let base = base.clone();
+        async move { post(&base, &request).await }
+    });
+    hold.until_held().await;
+    server.signal("TERM");
+    let status = server.exit_status(Duration::from_secs(20)).expect("exited");
+    assert!(status.success(), "exit {status:?}");
+    let answer = in_flight.await.unwrap();
+    assert!(answer.is_err(), "unanswered: {answer:?}");
+    hold.release().await;
+    let server = start(dir.path(), &url, "25");
+    let redelivered = post(&server.base(), &delivery(dir.path(), "msg_cut"))
+        .await
+        .unwrap();
+    assert!(
+        redelivered.1.contains(r#""duplicate":false"#) && redelivered.1.contains("applied"),
+        "rolled back, so the redelivery applies: {redelivered:?}"
+    );
+    drop(server);
+    applied_once(dir.path(), &url, "msg_cut").await;
+}
+
+crate::both_backends!(
+    a_delivery_in_flight_at_ctrl_c_is_committed_and_answered,
+    past_the_bound_a_delivery_is_rolled_back_and_redelivered,
+);

@@ -1,5 +1,5 @@
 //! The command line: `serve` (the default), `init`, `check-config`,
-//! `migrate`, `check`, `send`.
+//! `migrate`, `check`, `backup`, `send`.
 
 mod banner;
 mod check_config;
@@ -44,6 +44,12 @@ pub enum Command {
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
     Check,
+    /// Write a consistent copy of the live SQLite database to PATH (a new
+    /// file); the server may keep running.
+    Backup {
+        /// Where the copy goes; must not exist.
+        path: PathBuf,
+    },
     /// Validate the config as `serve` would and print what would run, without
     /// secrets; exit 1 listing every problem.
     CheckConfig,
@@ -66,7 +72,7 @@ pub enum CliError {
     Init(String),
     #[error("{0} invariant violation(s); see the JSON on stdout")]
     Violations(usize),
-    #[error("cannot check the ledger: {0}")]
+    #[error("{0}")]
     Check(crate::store::StoreError),
 }
 
@@ -87,6 +93,13 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
+        Command::Backup { path } => {
+            let config = load(&cli.config)?;
+            let store = connect_store(&config).await.map_err(StartupError::from)?;
+            store.backup(&path).await.map_err(CliError::Check)?;
+            println!("backed up {} to {}", store.describe(), path.display());
+            Ok(())
+        }
         Command::CheckConfig => {
             for line in check_config::report(&load(&cli.config)?) {
                 println!("{line}");

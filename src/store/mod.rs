@@ -147,6 +147,31 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a consistent copy of a live SQLite database to `path` (a new
+    /// file) with `VACUUM INTO`: one read transaction, so writers carry on
+    /// (WAL) and the copy is the database as of one commit. PostgreSQL has
+    /// its own tools (pg_dump, base backups and WAL archiving).
+    pub async fn backup(&self, path: &Path) -> Result<(), StoreError> {
+        let Store::Sqlite(pool) = self else {
+            return Err(StoreError::Connect(
+                "hookledger backup copies SQLite databases; for PostgreSQL use pg_dump or \
+                 a base backup with WAL archiving (README, Backup and restore)"
+                    .to_owned(),
+            ));
+        };
+        if path.exists() {
+            return Err(StoreError::Connect(format!(
+                "{} exists; a backup never writes over a file",
+                path.display()
+            )));
+        }
+        sqlx::query("vacuum into $1")
+            .bind(path.to_string_lossy().into_owned())
+            .execute(pool)
+            .await?;
+        Ok(())
+    }
+
     /// A cheap round trip, for `/readyz`.
     pub async fn ping(&self) -> Result<(), StoreError> {
         on_pool!(self, pool => sqlx::query("select 1").execute(pool).await.map(drop))?;

@@ -16,6 +16,7 @@ mod admin_api;
 mod admin_page;
 mod admin_queues;
 mod ambiguous;
+mod backup;
 mod bad_input;
 mod cli;
 mod cli_kinds;

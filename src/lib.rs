@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod operator;
 pub mod providers;
 pub mod receive;
+pub mod retention;
 pub mod secret;
 pub mod session;
 pub mod source;

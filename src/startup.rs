@@ -50,6 +50,7 @@ pub struct Application {
     store: Store,
     drain: JoinHandle<()>,
     summaries: JoinHandle<()>,
+    retention: Option<JoinHandle<()>>,
     context: Data<Context>,
 }
 
@@ -113,6 +114,7 @@ impl Application {
         let drain = drain::spawn(context.clone().into_inner());
         let summaries =
             spawn_log_summaries(context.clone().into_inner(), config.limits.log_summary);
+        let retention = crate::retention::spawn(context.clone().into_inner(), config.retention);
         let summary_context = context.clone();
         let limits = config.limits.clone();
         let gate = ConnectionGate::new(&limits);
@@ -158,6 +160,7 @@ impl Application {
             store,
             drain,
             summaries,
+            retention,
             context: summary_context,
         })
     }
@@ -195,6 +198,9 @@ impl Application {
         // A drain step cut here rolls back whole; the next start finds it.
         self.drain.abort();
         self.summaries.abort();
+        if let Some(retention) = &self.retention {
+            retention.abort();
+        }
         // What the last window did not log is still said.
         for overflow in self.context.log_budget.roll() {
             tracing::warn!("{}", overflow.describe("window before shutdown"));

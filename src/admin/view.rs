@@ -96,11 +96,15 @@ impl From<EventDetailRow> for EventDetailView {
             ("payload SHA-256", event.payload_sha256.clone()),
         ];
         // Pretty-printed for reading; the stored bytes stay as received.
-        let payload = match std::str::from_utf8(&row.payload).ok() {
-            Some(text) => serde_json::from_str::<serde_json::Value>(text)
+        let payload = match (row.payload_purged_at, std::str::from_utf8(&row.payload)) {
+            (Some(at), _) => format!(
+                "payload purged on {} (retention); its SHA-256 is kept above",
+                time(at)
+            ),
+            (None, Ok(text)) => serde_json::from_str::<serde_json::Value>(text)
                 .and_then(|v| serde_json::to_string_pretty(&v))
                 .unwrap_or_else(|_| text.to_owned()),
-            None => format!(
+            (None, Err(_)) => format!(
                 "(not UTF-8: {} bytes, base64 below)\n{}",
                 row.payload.len(),
                 row.payload_base64.as_deref().unwrap_or_default()

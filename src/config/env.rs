@@ -99,6 +99,14 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
         &mut raw.limits.log_summary_secs,
         parsed(env, errors, "HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS"),
     );
+    set(
+        &mut raw.retention.payload_days,
+        parsed(env, errors, "HOOKLEDGER_RETENTION_PAYLOAD_DAYS"),
+    );
+    set(
+        &mut raw.retention.purge_interval_secs,
+        parsed(env, errors, "HOOKLEDGER_RETENTION_PURGE_INTERVAL_SECS"),
+    );
     if let Some(list) = env("HOOKLEDGER_LIMITS_TRUSTED_PROXIES") {
         raw.limits.trusted_proxies = comma_list(&list);
     }

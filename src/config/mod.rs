@@ -50,6 +50,7 @@ pub struct Config {
     /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish
     /// before the process exits anyway (their transactions then roll back).
     pub shutdown_timeout: Duration,
+    pub retention: Retention,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,
     pub database: PoolSettings,
@@ -62,6 +63,16 @@ pub struct Config {
     /// Things that are allowed but probably wrong (a secret that looks like
     /// a shell variable), logged at start-up and shown by `check-config`.
     pub warnings: Vec<String>,
+}
+
+/// How long raw payloads are kept (README "Retention").
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Payloads of done events last received longer ago are emptied; 0
+    /// keeps them forever.
+    pub payload_days: u32,
+    /// How often the purge runs.
+    pub purge_interval: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +290,20 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             1..=3600,
         ))
         .unwrap_or(1);
+    let payload_days = problems
+        .take(in_range(
+            "retention.payload_days",
+            raw.retention.payload_days.unwrap_or(90),
+            0..=36_500,
+        ))
+        .unwrap_or(0);
+    let purge_interval_secs = problems
+        .take(in_range(
+            "retention.purge_interval_secs",
+            raw.retention.purge_interval_secs.unwrap_or(3600),
+            1..=86_400,
+        ))
+        .unwrap_or(1);
     let limits = problems.take(limits::build(&raw.limits));
     let max_connections = problems
         .take(in_range(
@@ -350,6 +375,10 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         limits,
         release_sweep: Duration::from_secs(release_sweep_secs),
         shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
+        retention: Retention {
+            payload_days: payload_days as u32,
+            purge_interval: Duration::from_secs(purge_interval_secs),
+        },
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
         database: PoolSettings {
             max_connections: max_connections as u32,

@@ -22,6 +22,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub limits: RawLimits,
     #[serde(default)]
+    pub retention: RawRetention,
+    #[serde(default)]
     pub sources: Vec<RawSource>,
 }
 
@@ -43,6 +45,13 @@ pub struct RawLimits {
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
     pub log_summary_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetention {
+    pub payload_days: Option<u64>,
+    pub purge_interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -9,6 +9,7 @@ mod gaps;
 mod guards;
 mod open;
 mod read;
+mod retention;
 mod rows;
 mod write;
 

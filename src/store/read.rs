@@ -42,7 +42,7 @@ const HELD_EVENTS: &str = concat!(
 const EVENT_DETAIL: &str = concat!(
     "select ",
     event_columns!(),
-    ", payload,
+    ", payload, payload_purged_at,
     (select c.source from payments p join intents c on c.intent_id = p.credited_by
      where intents.status = 'duplicate_effect' and p.scope = intents.scope
          and p.payment_ref = intents.payment_ref) as credited_by_source,

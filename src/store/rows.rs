@@ -68,6 +68,8 @@ pub struct EventDetailRow {
     pub payload: Vec<u8>,
     #[sqlx(skip)]
     pub payload_base64: Option<String>,
+    /// When retention emptied the payload (its hash is kept).
+    pub payload_purged_at: Option<DateTime<Utc>>,
     /// For a `duplicate_effect`: the event that credited the payment.
     pub credited_by_source: Option<String>,
     pub credited_by_event: Option<String>,

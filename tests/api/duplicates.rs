@@ -6,7 +6,7 @@ use futures::future::join_all;
 use hookledger::providers::Sample;
 use reqwest::StatusCode;
 
-use crate::helpers::{Backend, TestApp, body_of, credit, json_with_status, now};
+use crate::helpers::{Backend, Options, TestApp, body_of, credit, json_with_status, now};
 
 async fn five_sequential_redeliveries_post_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -29,7 +29,14 @@ async fn five_sequential_redeliveries_post_once(backend: Backend) {
 }
 
 async fn fifty_concurrent_deliveries_post_once(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    // Fifty deliveries queue for eight connections on one row's lock: under
+    // a loaded CI machine the default 5 s wait for a connection can pass
+    // (a 503 the provider retries); this test is about the one post.
+    let options = Options {
+        database: "acquire_timeout_secs = 60",
+        ..Options::default()
+    };
+    let app = TestApp::spawn_with(backend, options).await;
     let sample = credit("msg_1", "acct_1", 1500);
     let answers = join_all((0..50).map(|_| app.send_ok(&sample))).await;
     let firsts = answers.iter().filter(|a| a["duplicate"] == false).count();

@@ -42,6 +42,7 @@ mod ordering;
 mod ordering_load;
 mod protocol;
 mod refunds;
+mod retention;
 mod schema;
 mod scope_merge;
 mod shutdown;

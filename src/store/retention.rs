@@ -1,0 +1,44 @@
+//! Retention: the raw payloads of events that are done (applied, ignored,
+//! dismissed, duplicate_effect) and older than the retention period are
+//! emptied in small batches. The intent row stays whole (its key, status,
+//! payload hash, amounts), so a redelivery after the purge is still a
+//! duplicate and a different body is still a conflict; ledger entries and
+//! audit rows are never touched. Held events (stale, rejected, waiting,
+//! unmatched) keep their payloads: a person may still need them.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, on_pool};
+
+/// One batch, one statement: the rows are chosen and emptied together, so a
+/// concurrent status change (an operator's action) either happens before
+/// (and the row is chosen by its new status) or after (on an emptied row,
+/// which no action reads).
+const PURGE_BATCH: &str = "
+update intents set payload = $1, payload_purged_at = $2
+where intent_id in (
+    select intent_id from intents
+    where status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
+        and payload_purged_at is null and last_received_at < $3
+    order by intent_id
+    limit $4)";
+
+impl Store {
+    /// Empties the payloads of at most `batch` done events last received
+    /// before `cutoff`; how many it emptied.
+    pub async fn purge_payloads(
+        &self,
+        cutoff: DateTime<Utc>,
+        batch: i64,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query(PURGE_BATCH)
+            .bind(Vec::<u8>::new())
+            .bind(now)
+            .bind(cutoff)
+            .bind(batch)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected()))?)
+    }
+}

@@ -29,6 +29,8 @@ mod standard_webhooks;
 mod strict_json;
 mod stripe;
 #[cfg(test)]
+mod tamper_tests;
+#[cfg(test)]
 mod testing;
 
 use chrono::{DateTime, Utc};

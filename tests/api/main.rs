@@ -18,6 +18,7 @@ mod admin_queues;
 mod ambiguous;
 mod backup;
 mod bad_input;
+mod chaos;
 mod cli;
 mod cli_kinds;
 mod concurrency;

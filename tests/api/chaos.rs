@@ -9,7 +9,9 @@
 //!
 //! Short by default (CI: 300 events, 16 senders, 2 kills, on both
 //! backends); `HOOKLEDGER_CHAOS_EVENTS=10000 HOOKLEDGER_CHAOS_KILLS=5
-//! HOOKLEDGER_CHAOS_SENDERS=64` runs the full one. Seeded: a failure prints
+//! HOOKLEDGER_CHAOS_SENDERS=64` runs the full one, and with
+//! `HOOKLEDGER_CHAOS_PG_RESTART=1` (run it alone) restarts PostgreSQL once
+//! too. Seeded: a failure prints
 //! its seed, `HOOKLEDGER_CHAOS_SEED` replays the same events and order (the
 //! kills' moments still vary).
 
@@ -156,6 +158,22 @@ async fn deliver(
     panic!("{} never got a 2xx", event.id);
 }
 
+/// Restarts the local PostgreSQL cluster (the full run's database restart:
+/// every other test on the server would see it too, so never in CI).
+fn restart_postgres() {
+    let versions = std::fs::read_dir("/etc/postgresql").expect("a local cluster");
+    let version = versions
+        .filter_map(|v| v.ok()?.file_name().into_string().ok())
+        .max_by_key(|v| v.parse::<u32>().unwrap_or(0))
+        .expect("a version");
+    let status = std::process::Command::new("pg_ctlcluster")
+        .args(["--skip-systemctl-redirect", &version, "main", "restart"])
+        .status()
+        .expect("pg_ctlcluster runs");
+    assert!(status.success(), "PostgreSQL restarted");
+    eprintln!("chaos: restarted PostgreSQL {version}");
+}
+
 async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
     let seed = setting(
         "HOOKLEDGER_CHAOS_SEED",
@@ -222,6 +240,9 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
         }
         tokio::time::sleep(Duration::from_millis(rng.below(50))).await;
         server.kill();
+        if kill == 0 && postgres.is_some() && setting("HOOKLEDGER_CHAOS_PG_RESTART", 0) == 1 {
+            restart_postgres();
+        }
         server = Server::start(dir.path(), &env, "note");
         *base.write().unwrap() = server.base();
     }

@@ -5,7 +5,9 @@
 //! swapped with their neighbour in their account's order, credits and
 //! debits, from concurrent senders. At the end: every event stored once,
 //! every credit applied exactly once, every debit applied or held, each
-//! balance exactly the sum of what was applied, the invariant check clean.
+//! balance exactly the sum of what was applied, the invariant check clean,
+//! and no commit answered with anything but its 200 (an event no sender saw
+//! answered as new must have lost an attempt to a kill).
 //!
 //! Short by default (CI: 300 events, 16 senders, 2 kills, on both
 //! backends); `HOOKLEDGER_CHAOS_EVENTS=10000 HOOKLEDGER_CHAOS_KILLS=5
@@ -129,15 +131,28 @@ fn signed(dir: &Path, event: &Event) -> hookledger::cli::SignedRequest {
     signed_sample("standard-webhooks", &Secret::new(secret.trim()), &sample).unwrap()
 }
 
-/// Delivers until a 2xx, re-signing each attempt; counts the 5xx seen.
+/// What the senders saw for one event, over all its copies and attempts.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    /// A 2xx that was not a duplicate: the answer to the commit.
+    fresh: bool,
+    /// An attempt that got no answer (a kill cut it off).
+    unanswered: bool,
+    server_errors: u32,
+}
+
+type Ledger = std::sync::Mutex<HashMap<String, Seen>>;
+
+/// Delivers until a 2xx, re-signing each attempt; records what it saw.
 async fn deliver(
     client: &reqwest::Client,
     base: &RwLock<String>,
     dir: &Path,
     event: &Event,
     rng: &mut Rng,
-    five_hundreds: &AtomicUsize,
+    seen: &Ledger,
 ) {
+    let mark = |f: &dyn Fn(&mut Seen)| f(seen.lock().unwrap().entry(event.id.clone()).or_default());
     for _ in 0..2000 {
         let request = signed(dir, event);
         let url = format!("{}/webhooks/demo", base.read().unwrap());
@@ -146,12 +161,23 @@ async fn deliver(
             post = post.header(*name, value);
         }
         match post.send().await {
-            Ok(response) if response.status().is_success() => return,
+            Ok(response) if response.status().is_success() => {
+                match response.json::<serde_json::Value>().await {
+                    Ok(answer) => {
+                        if answer["duplicate"] == false {
+                            mark(&|s| s.fresh = true);
+                        }
+                    }
+                    // The body was cut off: as good as unanswered.
+                    Err(_) => mark(&|s| s.unanswered = true),
+                }
+                return;
+            }
             Ok(response) if response.status().is_server_error() => {
-                five_hundreds.fetch_add(1, Ordering::SeqCst);
+                mark(&|s| s.server_errors += 1);
             }
             Ok(response) => panic!("{}: answered {}", event.id, response.status()),
-            Err(_) => {}
+            Err(_) => mark(&|s| s.unanswered = true),
         }
         tokio::time::sleep(Duration::from_millis(20 + rng.below(80))).await;
     }
@@ -200,16 +226,16 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
     let (events, sends) = plan(seed, count);
     let (events, sends) = (Arc::new(events), Arc::new(sends));
     let next = Arc::new(AtomicUsize::new(0));
-    let five_hundreds = Arc::new(AtomicUsize::new(0));
+    let seen: Arc<Ledger> = Arc::default();
     let workdir = dir.path().to_path_buf();
     let tasks: Vec<_> = (0..senders)
         .map(|n| {
-            let (events, sends, next, base, five_hundreds, workdir) = (
+            let (events, sends, next, base, seen, workdir) = (
                 events.clone(),
                 sends.clone(),
                 next.clone(),
                 base.clone(),
-                five_hundreds.clone(),
+                seen.clone(),
                 workdir.clone(),
             );
             tokio::spawn(async move {
@@ -218,15 +244,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&e) = sends.get(i) else { break };
-                    deliver(
-                        &client,
-                        &base,
-                        &workdir,
-                        &events[e],
-                        &mut rng,
-                        &five_hundreds,
-                    )
-                    .await;
+                    deliver(&client, &base, &workdir, &events[e], &mut rng, &seen).await;
                 }
             })
         })
@@ -319,11 +337,24 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
     for (account, sum) in &expected {
         assert_eq!(balances.get(*account), Some(sum), "seed {seed}: {account}");
     }
+    // Every commit was answered, unless a kill cut its request off: an event
+    // no sender ever saw answered as new must have had an unanswered
+    // attempt. One answered only 5xx or duplicate would be a commit answered
+    // 5xx.
+    let seen = seen.lock().unwrap();
+    for event in events.iter() {
+        let s = seen[&event.id];
+        assert!(
+            s.fresh || s.unanswered,
+            "seed {seed}: {} was committed but never answered as new ({s:?})",
+            event.id
+        );
+    }
+    let server_errors: u32 = seen.values().map(|s| s.server_errors).sum();
     eprintln!(
-        "chaos seed {seed}: {} events, {} deliveries, {kills} kills, {} answers 5xx",
+        "chaos seed {seed}: {} events, {} deliveries, {kills} kills, {server_errors} answers 5xx",
         events.len(),
         sends.len(),
-        five_hundreds.load(Ordering::SeqCst)
     );
 }
 

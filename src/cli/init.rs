@@ -70,7 +70,10 @@ pub fn template(kind: &str, name: &str, public_url: &str) -> Result<String, Stri
              type_path = \"type\"\n\
              credit_types = [\"payment.succeeded\"]   # the sender's types that credit\n\
              amount_path = \"amount\"                 # minor units\n\
-             currency_path = \"currency\"\n"
+             currency_path = \"currency\"\n\
+             # Events are ordered per account by this number (or by a signed\n\
+             # timestamp_header): without either they cannot be applied.\n\
+             sequence_path = \"sequence\"\n"
             .to_owned(),
         _ => String::new(),
     };
@@ -172,6 +175,61 @@ mod tests {
     use super::*;
     use crate::secret::Secret;
 
+    /// `send --source` signs the kind's sample with the source's first key
+    /// and settings; the source verifies it and maps it to a credit.
+    fn assert_sample_credits(source: &crate::source::Source) {
+        use crate::domain::Movement;
+        use crate::providers::{Delivery, HeaderPairs, Sample, Unsigned, VerifyPolicy};
+        let provider = source.provider;
+        let now = chrono::Utc::now();
+        let sample = Sample {
+            event_id: "evt_init_1".into(),
+            event_type: None,
+            account_id: "acct_1".into(),
+            amount_minor: 1500,
+            currency: "USD".into(),
+            sequence: Some(1),
+            timestamp: now.timestamp(),
+            payment: None,
+        };
+        let signed = provider.sign(
+            &source.keys[0],
+            Unsigned {
+                body: provider.sample_body(&sample),
+                event_id: &sample.event_id,
+                timestamp: sample.timestamp,
+                settings: &source.settings,
+            },
+        );
+        let headers: Vec<(&str, &str)> = signed
+            .headers
+            .iter()
+            .map(|(n, v)| (*n, v.as_str()))
+            .collect();
+        let delivery = Delivery {
+            headers: &HeaderPairs(&headers),
+            body: &signed.body,
+            received_at: now,
+        };
+        let policy = VerifyPolicy {
+            tolerance_secs: source.tolerance_secs,
+            settings: &source.settings,
+        };
+        let kind = provider.kind();
+        let verified = provider
+            .verify(&delivery, &source.keys, &policy, now)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let json: serde_json::Value = serde_json::from_slice(&signed.body).unwrap();
+        let events = provider
+            .normalise(&verified, &delivery, &json, &source.mapping)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert!(
+            matches!(&events[0].movement, Movement::Post(p) if p.amount.minor() == 1500),
+            "{kind}: {:?}",
+            events[0].movement
+        );
+    }
+
     /// Every kind's template is a valid config once its secret is set
     /// (PayPal's needs its certificate file and webhook id first).
     #[test]
@@ -198,6 +256,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{kind}: {e}\n{text}"));
             assert_eq!(config.sources[0].provider.kind(), kind);
             assert!(config.warnings.is_empty(), "{kind}: {:?}", config.warnings);
+            assert_sample_credits(&config.sources[0]);
         }
         let paypal = template("paypal", "paypal", "https://h").unwrap();
         assert!(paypal.contains("certificates = [\"paypal-cert.pem\"]"));

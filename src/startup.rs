@@ -67,13 +67,26 @@ pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
     Store::connect(&config.database_url, &config.database).await
 }
 
-/// The folder of an `sqlite:` database file, as given.
+/// The file of an `sqlite:` database URL, as sqlx reads it.
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    use std::str::FromStr;
+    if !url.starts_with("sqlite:") {
+        return None;
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url).ok()?;
+    Some(options.get_filename().to_path_buf())
+}
+
+/// The folder of an `sqlite:` database file, as sqlx reads the URL
+/// (percent-decoded); none for a path that climbs with `..`, which could
+/// leave `data_dir` however it starts.
 fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url.strip_prefix("sqlite:")?;
-    let path = rest.strip_prefix("//").unwrap_or(rest);
-    let path = path.split('?').next()?;
-    let folder = std::path::Path::new(path).parent()?;
-    (!folder.as_os_str().is_empty()).then(|| folder.to_path_buf())
+    let file = sqlite_file(url)?;
+    let folder = file.parent()?;
+    let climbs = folder
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir));
+    (!folder.as_os_str().is_empty() && !climbs).then(|| folder.to_path_buf())
 }
 
 impl Application {
@@ -175,9 +188,23 @@ impl Application {
     pub fn stop_on_signals(&self) -> JoinHandle<()> {
         let handle = self.server.handle();
         tokio::spawn(async move {
-            if let Some(signal) = shutdown_signal().await {
-                tracing::info!(signal, "shutting down: finishing requests in flight");
-                handle.stop(true).await;
+            let Some(signal) = shutdown_signal().await else {
+                return;
+            };
+            tracing::info!(signal, "shutting down: finishing requests in flight");
+            let graceful = tokio::spawn({
+                let handle = handle.clone();
+                async move { handle.stop(true).await }
+            });
+            // A second signal means now: exit without waiting for them (their
+            // transactions roll back with the connections; actix would only
+            // queue a second stop behind the first).
+            tokio::select! {
+                _ = graceful => {}
+                Some(signal) = shutdown_signal() => {
+                    tracing::warn!(signal, "stopping now: requests in flight are cut off");
+                    std::process::exit(130);
+                }
             }
         })
     }

@@ -6,18 +6,38 @@
 use crate::config::Config;
 use crate::domain::OrderingMode;
 
-/// `postgres://app:hunter2@db/hl` -> `postgres://app:***@db/hl`.
+/// `postgres://app:hunter2@db/hl` -> `postgres://app:***@db/hl`, and any
+/// `password=` query parameter hidden too. The user information ends at the
+/// last `@` before the query, so a password holding `/` or `@` is hidden
+/// whole.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
+    let (location, query) = match rest.split_once('?') {
+        Some((location, query)) => (location, Some(query)),
+        None => (rest, None),
     };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
+    let location = match location.rfind('@') {
+        Some(at) => match location[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***{}", &location[at..]),
+            None => location.to_owned(),
+        },
+        None => location.to_owned(),
+    };
+    let query = query.map(|query| {
+        query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    match query {
+        Some(query) => format!("{scheme}://{location}?{query}"),
+        None => format!("{scheme}://{location}"),
     }
 }
 
@@ -88,6 +108,14 @@ mod tests {
         assert_eq!(
             redact_url("postgres://a:b@c@host/x"),
             "postgres://a:***@host/x"
+        );
+        assert_eq!(
+            redact_url("postgres://app:hun/ter2@db/hl"),
+            "postgres://app:***@db/hl"
+        );
+        assert_eq!(
+            redact_url("postgres://app@db/hl?sslmode=require&password=hunter2"),
+            "postgres://app@db/hl?sslmode=require&password=***"
         );
     }
 

@@ -95,6 +95,15 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Check => check(load(&cli.config)?).await,
         Command::Backup { path } => {
             let config = load(&cli.config)?;
+            // Never a new, empty database backed up "successfully".
+            if let Some(database) = crate::startup::sqlite_file(&config.database_url)
+                && !database.exists()
+            {
+                return Err(CliError::Init(format!(
+                    "no database at {} (database_url): nothing to back up",
+                    database.display()
+                )));
+            }
             let store = connect_store(&config).await.map_err(StartupError::from)?;
             store.backup(&path).await.map_err(CliError::Check)?;
             println!("backed up {} to {}", store.describe(), path.display());

@@ -152,6 +152,33 @@ impl fmt::Display for ConfigError {
     }
 }
 
+/// A parse error's message without the strings it quotes (`invalid type:
+/// string "whsec_...", expected a sequence`): the value may be a secret.
+fn without_strings(message: &str) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("string \"") {
+        out.push_str(&rest[..at]);
+        out.push_str("a string");
+        let quoted = &rest[at + "string \"".len()..];
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in quoted.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                '"' if !escaped => {
+                    end = Some(i + 1);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        rest = end.map_or("", |end| &quoted[end..]);
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Problems found while building a config, gathered rather than returned at
 /// the first.
 #[derive(Default)]
@@ -214,7 +241,7 @@ pub fn load(explicit: Option<&Path>, env: Env<'_>) -> Result<Config, ConfigError
 /// Parses and validates a config text (no demo source).
 pub fn from_toml(text: &str, env: Env<'_>) -> Result<Config, ConfigError> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| {
-        let message = e.message().to_owned();
+        let message = without_strings(e.message());
         let line = e
             .span()
             .map(|span| 1 + text[..span.start].matches('\n').count());
@@ -426,19 +453,32 @@ fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
                         && v.chars()
                             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
                 });
+            // Never the value itself: a real secret can match these rules.
             if let Some(variable) = variable {
                 return Some(format!(
-                    "{key} is the text {value:?}, taken literally; to read the environment \
-                     variable write \"env:{variable}\""
+                    "{key} is a shell variable reference, taken literally; to read the \
+                     environment variable write \"env:{variable}\""
                 ));
             }
             let lower = value.to_ascii_lowercase();
-            let placeholder = (value.starts_with('<') && value.ends_with('>'))
-                || ["changeme", "change-me", "replace", "your_", "your-", "xxxx", "todo"]
-                    .iter()
-                    .any(|p| lower.contains(p));
-            placeholder.then(|| {
-                format!("{key} looks like a placeholder ({value:?}); it is used as the secret as written")
+            let rule = if value.starts_with('<') && value.ends_with('>') {
+                Some("is written in <angle brackets>")
+            } else {
+                [
+                    "changeme",
+                    "change-me",
+                    "replace",
+                    "your_",
+                    "your-",
+                    "xxxx",
+                    "todo",
+                ]
+                .into_iter()
+                .find(|p| lower.contains(p))
+                .map(|_| "contains a placeholder word")
+            };
+            rule.map(|rule| {
+                format!("{key} {rule}, like a placeholder; it is used as the secret as written")
             })
         })
         .collect()

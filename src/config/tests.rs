@@ -474,12 +474,36 @@ secrets = ["$STRIPE_WEBHOOK_SECRET", "${OTHER}", "<your secret>", "whsec_real"]
     assert_eq!(
         config.warnings,
         [
-            "sources[stripe].secrets[0] is the text \"$STRIPE_WEBHOOK_SECRET\", taken literally; \
-             to read the environment variable write \"env:STRIPE_WEBHOOK_SECRET\"",
-            "sources[stripe].secrets[1] is the text \"${OTHER}\", taken literally; to read the \
-             environment variable write \"env:OTHER\"",
-            "sources[stripe].secrets[2] looks like a placeholder (\"<your secret>\"); it is used \
-             as the secret as written",
+            "sources[stripe].secrets[0] is a shell variable reference, taken literally; to read \
+             the environment variable write \"env:STRIPE_WEBHOOK_SECRET\"",
+            "sources[stripe].secrets[1] is a shell variable reference, taken literally; to read \
+             the environment variable write \"env:OTHER\"",
+            "sources[stripe].secrets[2] is written in <angle brackets>, like a placeholder; it \
+             is used as the secret as written",
         ]
     );
+    // A real secret that happens to contain a placeholder word is named,
+    // never shown.
+    let config = parse(
+        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"whsec_aXxXxLive0todo9Q\"]\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(config.warnings.len(), 1);
+    assert!(
+        !config.warnings[0].contains("aXxXx"),
+        "{:?}",
+        config.warnings
+    );
+}
+
+#[test]
+fn toml_errors_never_quote_a_value() {
+    let error = parse(
+        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = \"whsec_REAL\\\"quoted\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(!error.message.contains("whsec_REAL"), "{error}");
+    assert!(error.message.contains("a string"), "{error}");
 }

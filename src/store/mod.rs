@@ -160,6 +160,14 @@ impl Store {
                     .to_owned(),
             ));
         };
+        let text = path.to_string_lossy().into_owned();
+        // SQLite reads `file:` names as URIs (`file:x?mode=memory` would
+        // write nowhere): a backup is a plain file.
+        if text.starts_with("file:") {
+            return Err(StoreError::Connect(format!(
+                "{text}: give the backup a plain file path, not a file: URI"
+            )));
+        }
         if path.exists() {
             return Err(StoreError::Connect(format!(
                 "{} exists; a backup never writes over a file",
@@ -167,10 +175,16 @@ impl Store {
             )));
         }
         sqlx::query("vacuum into $1")
-            .bind(path.to_string_lossy().into_owned())
+            .bind(&text)
             .execute(pool)
             .await?;
-        Ok(())
+        match std::fs::metadata(path) {
+            Ok(written) if written.len() > 0 => Ok(()),
+            _ => Err(StoreError::Connect(format!(
+                "the backup to {} wrote no file",
+                path.display()
+            ))),
+        }
     }
 
     /// A cheap round trip, for `/readyz`.

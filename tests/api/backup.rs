@@ -99,6 +99,45 @@ async fn a_backup_under_load_restores_consistent() {
     );
 }
 
+/// A `file:` URI could write nowhere (`mode=memory`), and a database that
+/// does not exist is not created to be "backed up".
+#[test]
+fn backups_go_to_plain_files_of_existing_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = format!("sqlite://{}/none.db", dir.path().display());
+    let output = hookledger(dir.path())
+        .args(["backup", "copy.db"])
+        .env("HOOKLEDGER_DATABASE_URL", &missing)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("nothing to back up"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!dir.path().join("none.db").exists());
+    let (ok, _) = (
+        hookledger(dir.path())
+            .arg("migrate")
+            .status()
+            .unwrap()
+            .success(),
+        (),
+    );
+    assert!(ok);
+    let uri = hookledger(dir.path())
+        .args(["backup", "file:bk.db?mode=memory"])
+        .output()
+        .unwrap();
+    assert!(!uri.status.success());
+    assert!(
+        String::from_utf8_lossy(&uri.stderr).contains("not a file: URI"),
+        "{}",
+        String::from_utf8_lossy(&uri.stderr)
+    );
+}
+
 #[tokio::test]
 async fn backup_points_postgresql_to_its_own_tools() {
     let Some(Backend::Postgres(url)) = Backend::postgres_or_skip("backup_points_postgresql") else {

@@ -280,6 +280,23 @@ fn database_errors_say_what_failed() {
             "hookledger: cannot open the database: PostgreSQL at 127.0.0.1:5432/hookledger_no_such_database as postgres (database_url): database hookledger_no_such_database does not exist\n".to_owned(),
         ));
     }
+    // A path that climbs out of data_dir with `..` is never created.
+    let escape = format!(
+        "hookledger-escape-{}",
+        dir.path().file_name().unwrap().to_string_lossy()
+    );
+    let climbing = format!("sqlite://data/../../{escape}/x.db");
+    let (ok, _, stderr) = run(
+        dir.path(),
+        &["migrate"],
+        &[("HOOKLEDGER_DATABASE_URL", &climbing)],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(
+        !dir.path().join("..").join(&escape).exists(),
+        "a folder outside data_dir was created"
+    );
     for (url, expected) in cases {
         // The pool would wait 60 s for a connection: the error comes from
         // the one direct attempt made first, long before.

@@ -206,7 +206,37 @@ async fn past_the_bound_a_delivery_is_rolled_back_and_redelivered(backend: Backe
     applied_once(dir.path(), &url, "msg_cut").await;
 }
 
+/// A second Ctrl-C stops at once (exit 130), whatever the bound; what was
+/// in flight is cut off unanswered and rolls back.
+async fn a_second_ctrl_c_stops_at_once(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = database(&backend, dir.path()).await;
+    let mut server = start(dir.path(), &url, "600");
+    let base = server.base();
+    let mut hold = Hold::take(&url).await;
+    let request = delivery(dir.path(), "msg_twice");
+    let in_flight = tokio::spawn(async move { post(&base, &request).await });
+    hold.until_held().await;
+    server.signal("INT");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.exit_status(Duration::ZERO).is_none(),
+        "the first waits"
+    );
+    server.signal("INT");
+    let status = server.exit_status(Duration::from_secs(10));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(130),
+        "the second stops it at once (the bound is 600 s, the database 20 s)"
+    );
+    assert!(in_flight.await.unwrap().is_err(), "cut off, unanswered");
+    hold.release().await;
+    assert!(server.log().contains("stopping now"), "{}", server.log());
+}
+
 crate::both_backends!(
+    a_second_ctrl_c_stops_at_once,
     a_delivery_in_flight_at_ctrl_c_is_committed_and_answered,
     past_the_bound_a_delivery_is_rolled_back_and_redelivered,
 );

@@ -5,6 +5,7 @@ mod banner;
 mod check_config;
 mod init;
 mod send;
+mod sign;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -17,9 +18,8 @@ use crate::config::{self, Config};
 use crate::startup::{Application, StartupError, connect_store};
 use banner::Banner;
 
-pub use send::{
-    SendArgs, SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with,
-};
+pub use send::SendArgs;
+pub use sign::{SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -2,6 +2,7 @@
 //! error names the offending key, so a bad deployment fails with one line.
 
 mod env;
+mod error;
 mod generated;
 mod generic;
 mod keys;
@@ -10,19 +11,23 @@ mod mapping;
 mod ordering;
 mod raw;
 mod scopes;
+mod secrets;
+mod sources;
 
-use std::collections::HashSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use env::{Env, process_env};
+pub use error::ConfigError;
+use error::{Problems, in_range, without_strings};
 pub use generated::random_bytes;
 pub use limits::Limits;
 pub use scopes::scope_warnings;
+pub use secrets::generate_admin_token;
+use secrets::{generate, placeholder_warnings};
+use secrets::{origin_of, resolve_secret};
+use sources::build_sources;
 
-use crate::domain::SourceName;
-use crate::providers::provider_for;
 use crate::secret::Secret;
 use crate::source::Source;
 use crate::store::PoolSettings;
@@ -88,135 +93,6 @@ pub struct AdminSettings {
     /// Where the token came from, for people (never the token).
     pub token_origin: String,
     pub session_ttl_secs: u64,
-}
-
-/// What is wrong with a config: the first problem, and every other one found
-/// with it, so that one start-up reports all of them.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigError {
-    pub key: String,
-    pub message: String,
-    pub others: Vec<ConfigError>,
-}
-
-impl ConfigError {
-    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            message: message.into(),
-            others: Vec::new(),
-        }
-    }
-
-    /// Every problem, the first one first.
-    pub fn all(&self) -> impl Iterator<Item = &ConfigError> {
-        std::iter::once(self).chain(&self.others)
-    }
-
-    /// Several problems as one error; `None` when there are none.
-    fn gather(problems: Vec<ConfigError>) -> Option<ConfigError> {
-        let mut problems = problems
-            .into_iter()
-            .flat_map(|p| {
-                let others = p.others.clone();
-                std::iter::once(ConfigError::new(p.key, p.message)).chain(others)
-            })
-            .collect::<Vec<_>>()
-            .into_iter();
-        let mut first = problems.next()?;
-        first.others = problems.collect();
-        Some(first)
-    }
-
-    fn prefix_keys(mut self, prefix: &str) -> Self {
-        self.key = format!("{prefix}: {}", self.key);
-        self.others = self
-            .others
-            .into_iter()
-            .map(|o| o.prefix_keys(prefix))
-            .collect();
-        self
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.others.is_empty() {
-            return write!(f, "config error: {}: {}", self.key, self.message);
-        }
-        write!(f, "{} config errors:", 1 + self.others.len())?;
-        for problem in self.all() {
-            write!(f, "\n  {}: {}", problem.key, problem.message)?;
-        }
-        Ok(())
-    }
-}
-
-/// A parse error's message without the strings it quotes (`invalid type:
-/// string "whsec_...", expected a sequence`): the value may be a secret.
-fn without_strings(message: &str) -> String {
-    let mut out = String::new();
-    let mut rest = message;
-    while let Some(at) = rest.find("string \"") {
-        out.push_str(&rest[..at]);
-        out.push_str("a string");
-        let quoted = &rest[at + "string \"".len()..];
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in quoted.char_indices() {
-            match c {
-                '\\' if !escaped => escaped = true,
-                '"' if !escaped => {
-                    end = Some(i + 1);
-                    break;
-                }
-                _ => escaped = false,
-            }
-        }
-        rest = end.map_or("", |end| &quoted[end..]);
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Problems found while building a config, gathered rather than returned at
-/// the first.
-#[derive(Default)]
-struct Problems(Vec<ConfigError>);
-
-impl Problems {
-    /// The value, or `None` with its error recorded.
-    fn take<T>(&mut self, result: Result<T, ConfigError>) -> Option<T> {
-        result.map_err(|e| self.0.push(e)).ok()
-    }
-
-    fn push(&mut self, error: ConfigError) {
-        self.0.push(error);
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn into_result(self) -> Result<(), ConfigError> {
-        ConfigError::gather(self.0).map_or(Ok(()), Err)
-    }
-}
-
-/// `Err` for a number outside `range`, naming the key.
-fn in_range(
-    key: &str,
-    value: u64,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<u64, ConfigError> {
-    if range.contains(&value) {
-        Ok(value)
-    } else {
-        Err(ConfigError::new(
-            key,
-            format!("must be between {} and {}", range.start(), range.end()),
-        ))
-    }
 }
 
 /// Loads the config: `explicit` (from `--config` or `HOOKLEDGER_CONFIG`) must
@@ -428,248 +304,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
     })
 }
 
-/// Secrets written in the file that look like something meant to be
-/// replaced (`$STRIPE_WEBHOOK_SECRET`, `<secret>`): taken literally, they
-/// would verify nothing, so start-up says so.
-fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
-    let mut values: Vec<(String, &str)> = Vec::new();
-    if let Some(token) = &raw.admin.token {
-        values.push(("admin.token".to_owned(), token));
-    }
-    for source in &raw.sources {
-        for (i, secret) in source.secrets.iter().enumerate() {
-            values.push((format!("sources[{}].secrets[{i}]", source.name), secret));
-        }
-    }
-    values
-        .into_iter()
-        .filter_map(|(key, value)| {
-            let variable = value
-                .strip_prefix("${")
-                .and_then(|v| v.strip_suffix('}'))
-                .or_else(|| value.strip_prefix('$'))
-                .filter(|v| {
-                    !v.is_empty()
-                        && v.chars()
-                            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                });
-            // Never the value itself: a real secret can match these rules.
-            if let Some(variable) = variable {
-                return Some(format!(
-                    "{key} is a shell variable reference, taken literally; to read the \
-                     environment variable write \"env:{variable}\""
-                ));
-            }
-            let lower = value.to_ascii_lowercase();
-            let rule = if value.starts_with('<') && value.ends_with('>') {
-                Some("is written in <angle brackets>")
-            } else {
-                [
-                    "changeme",
-                    "change-me",
-                    "replace",
-                    "your_",
-                    "your-",
-                    "xxxx",
-                    "todo",
-                ]
-                .into_iter()
-                .find(|p| lower.contains(p))
-                .map(|_| "contains a placeholder word")
-            };
-            rule.map(|rule| {
-                format!("{key} {rule}, like a placeholder; it is used as the secret as written")
-            })
-        })
-        .collect()
-}
-
-/// The admin token kept in `data_dir`, created if missing (for `init`).
-pub fn generate_admin_token(data_dir: &Path) -> Result<Secret, String> {
-    generated::load_or_create(data_dir, "admin_token", Flavor::Token)
-        .map_err(|e| format!("cannot keep admin_token in {}: {e}", data_dir.display()))
-}
-
-/// Loads or creates a self-managed secret and records it for the banner.
-fn generate(
-    dir: &Path,
-    file: &str,
-    flavor: Flavor,
-    what: &'static str,
-    into: &mut Vec<SelfManaged>,
-) -> Result<Secret, ConfigError> {
-    let secret = generated::load_or_create(dir, file, flavor).map_err(|e| {
-        ConfigError::new(
-            "data_dir",
-            format!("cannot keep {file} in {}: {e}", dir.display()),
-        )
-    })?;
-    into.push(SelfManaged {
-        what,
-        file: dir.join(file),
-        secret: secret.clone(),
-    });
-    Ok(secret)
-}
-
-/// Where a secret written as `value` comes from, for people.
-pub(super) fn origin_of(value: &str) -> String {
-    match value.strip_prefix("env:") {
-        Some(var) => format!("environment variable {var}"),
-        None => "written in the config file".to_owned(),
-    }
-}
-
-/// `env:NAME` reads the secret from the environment variable NAME.
-pub(super) fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
-    match value.strip_prefix("env:") {
-        Some(var) => match env(var) {
-            Some(v) if !v.is_empty() => Ok(Secret::new(v)),
-            Some(_) => Err(ConfigError::new(
-                key,
-                format!("environment variable {var} is empty"),
-            )),
-            None => Err(ConfigError::new(
-                key,
-                format!("environment variable {var} is not set"),
-            )),
-        },
-        None => Ok(Secret::new(value)),
-    }
-}
-
-fn build_sources(raw: Vec<RawSource>, env: Env<'_>) -> Result<Vec<Source>, ConfigError> {
-    let mut seen = HashSet::new();
-    let mut problems = Problems::default();
-    let mut sources = Vec::new();
-    for (i, raw) in raw.into_iter().enumerate() {
-        let key = format!("sources[{i}]");
-        let Some(name) = problems.take(
-            SourceName::parse(&raw.name)
-                .map_err(|e| ConfigError::new(format!("{key}.name"), e.to_string())),
-        ) else {
-            continue;
-        };
-        let key = format!("sources[{name}]");
-        if !seen.insert(name.clone()) {
-            problems.push(ConfigError::new(
-                format!("{key}.name"),
-                "duplicate source name",
-            ));
-            continue;
-        }
-        sources.extend(problems.take(build_source(name, raw, env, &key)));
-    }
-    problems.into_result()?;
-    scopes::check_kinds(&sources)?;
-    Ok(sources)
-}
-
-/// One source; every problem of it is reported (the kind's first: without a
-/// known kind nothing else can be checked).
-fn build_source(
-    name: SourceName,
-    raw: RawSource,
-    env: Env<'_>,
-    key: &str,
-) -> Result<Source, ConfigError> {
-    let provider = provider_for(&raw.kind).ok_or_else(|| {
-        let known: Vec<_> = crate::providers::known_kinds().collect();
-        ConfigError::new(
-            format!("{key}.kind"),
-            format!("unknown kind {:?} (known: {})", raw.kind, known.join(", ")),
-        )
-    })?;
-    let mut problems = Problems::default();
-    let keys = problems.take(keys::keys(&raw, provider, env, key));
-    let tolerance_secs = problems.take(tolerance(&raw, provider, key));
-    let ordering = problems.take(ordering::policy(&raw, provider, key));
-    let mapping = problems.take(mapping::mapping(&raw, provider, key));
-    if let (Some(ordering), Some(mapping)) = (&ordering, &mapping)
-        && ordering.mode == crate::domain::OrderingMode::Contiguous
-        && mapping::links_payments(provider, mapping)
-    {
-        problems.push(ConfigError::new(
-            format!("{key}.ordering"),
-            "this source's types credit or reverse provider payments, which are matched \
-             to each other, and contiguous streams are not: use high-water",
-        ));
-    }
-    let scope = problems.take(match &raw.scope {
-        Some(scope) => SourceName::parse(scope)
-            .map(|scope| (scope.as_str().to_owned(), true))
-            .map_err(|_| {
-                ConfigError::new(
-                    format!("{key}.scope"),
-                    "must be 1-64 characters of a-z, 0-9, '-' or '_'",
-                )
-            }),
-        None if provider.global_ids() => Ok((provider.kind().to_owned(), false)),
-        None => Ok((name.as_str().to_owned(), false)),
-    });
-    let negative_balance = ordering
-        .as_ref()
-        .and_then(|ordering| problems.take(mapping::negative_balance(&raw, ordering.mode, key)));
-    let settings = problems.take(mapping::settings(&raw, provider, key));
-    problems.into_result()?;
-    let (
-        Some((keys, key_secrets)),
-        Some(tolerance_secs),
-        Some(ordering),
-        Some(mapping),
-        Some((scope, scope_explicit)),
-        Some(negative_balance),
-        Some(settings),
-    ) = (
-        keys,
-        tolerance_secs,
-        ordering,
-        mapping,
-        scope,
-        negative_balance,
-        settings,
-    )
-    else {
-        unreachable!("every part is present when no problem was recorded");
-    };
-    Ok(Source {
-        secret_origins: keys::origins(&raw),
-        name,
-        scope,
-        scope_explicit,
-        provider,
-        keys,
-        key_secrets,
-        tolerance_secs,
-        negative_balance,
-        settings,
-        ordering,
-        mapping,
-    })
-}
-
-/// The source's replay window: the kind's default, or as set.
-fn tolerance(
-    raw: &RawSource,
-    provider: &dyn crate::providers::Provider,
-    key: &str,
-) -> Result<u64, ConfigError> {
-    match (provider.default_tolerance_secs(), raw.tolerance_secs) {
-        (0, Some(_)) => Err(ConfigError::new(
-            format!("{key}.tolerance_secs"),
-            format!(
-                "kind {} signs no timestamp, so there is no replay window to set",
-                provider.kind()
-            ),
-        )),
-        (0, None) => Ok(0),
-        (default, set) => in_range(
-            &format!("{key}.tolerance_secs"),
-            set.unwrap_or(default),
-            1..=7 * 24 * 3600,
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_problems;

@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use super::*;
 use crate::domain::{OnStale, OrderingMode, OrderingPolicy, StaleAction};
 
-fn with_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+pub(super) fn with_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     let vars: HashMap<String, String> = vars
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -13,7 +13,7 @@ fn with_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
 
 const TOKEN: &str = "admin-token-0123456789";
 
-fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+pub(super) fn parse(text: &str, vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
     from_toml(
         &format!("{text}\n[admin]\ntoken = \"{TOKEN}\"\n"),
         &with_env(vars),
@@ -388,122 +388,4 @@ fn limits_out_of_range_name_their_key() {
         error_key("[limits]\nmax_connections = 0"),
         "limits.max_connections"
     );
-}
-
-#[test]
-fn every_problem_of_a_config_is_reported_at_once() {
-    let error = parse(
-        r#"
-max_body_bytes = 0
-[[sources]]
-name = "stripe"
-kind = "stripe"
-secrets = ["env:STRIPE_WEBHOOK_SECRET", "env:STRIPE_WEBHOOK_SECRET_PREVIOUS"]
-[[sources]]
-name = "billing"
-kind = "standard-webhooks"
-secrets = ["env:BILLING_WEBHOOK_SECRET"]
-tolerance_secs = 0
-"#,
-        &[("STRIPE_WEBHOOK_SECRET_PREVIOUS", "")],
-    )
-    .unwrap_err();
-    let all: Vec<(String, String)> = error
-        .all()
-        .map(|e| (e.key.clone(), e.message.clone()))
-        .collect();
-    let expected = [
-        ("max_body_bytes", "must be between 1 and 67108864"),
-        (
-            "sources[stripe].secrets[0]",
-            "environment variable STRIPE_WEBHOOK_SECRET is not set",
-        ),
-        (
-            "sources[stripe].secrets[1]",
-            "environment variable STRIPE_WEBHOOK_SECRET_PREVIOUS is empty",
-        ),
-        (
-            "sources[billing].secrets[0]",
-            "environment variable BILLING_WEBHOOK_SECRET is not set",
-        ),
-        (
-            "sources[billing].tolerance_secs",
-            "must be between 1 and 604800",
-        ),
-    ];
-    assert_eq!(
-        all,
-        expected
-            .iter()
-            .map(|(k, m)| (k.to_string(), m.to_string()))
-            .collect::<Vec<_>>()
-    );
-    let text = error.to_string();
-    assert!(
-        text.starts_with("5 config errors:\n  max_body_bytes: "),
-        "{text}"
-    );
-    assert_eq!(text.lines().count(), 6, "{text}");
-}
-
-#[test]
-fn a_source_without_secrets_names_its_own_variable() {
-    let error = parse(
-        "[[sources]]\nname = \"stripe-eu\"\nkind = \"stripe\"\n",
-        &[],
-    )
-    .unwrap_err();
-    assert_eq!(
-        error.message,
-        "no webhook secret configured: set secrets = [\"...\"] or HOOKLEDGER_SOURCE_STRIPE_EU_SECRETS"
-    );
-}
-
-#[test]
-fn secrets_that_look_like_placeholders_are_warned_about() {
-    let config = parse(
-        r#"
-[[sources]]
-name = "stripe"
-kind = "stripe"
-secrets = ["$STRIPE_WEBHOOK_SECRET", "${OTHER}", "<your secret>", "whsec_real"]
-"#,
-        &[],
-    )
-    .unwrap();
-    assert_eq!(
-        config.warnings,
-        [
-            "sources[stripe].secrets[0] is a shell variable reference, taken literally; to read \
-             the environment variable write \"env:STRIPE_WEBHOOK_SECRET\"",
-            "sources[stripe].secrets[1] is a shell variable reference, taken literally; to read \
-             the environment variable write \"env:OTHER\"",
-            "sources[stripe].secrets[2] is written in <angle brackets>, like a placeholder; it \
-             is used as the secret as written",
-        ]
-    );
-    // A real secret that happens to contain a placeholder word is named,
-    // never shown.
-    let config = parse(
-        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = [\"whsec_aXxXxLive0todo9Q\"]\n",
-        &[],
-    )
-    .unwrap();
-    assert_eq!(config.warnings.len(), 1);
-    assert!(
-        !config.warnings[0].contains("aXxXx"),
-        "{:?}",
-        config.warnings
-    );
-}
-
-#[test]
-fn toml_errors_never_quote_a_value() {
-    let error = parse(
-        "[[sources]]\nname = \"s\"\nkind = \"stripe\"\nsecrets = \"whsec_REAL\\\"quoted\"\n",
-        &[],
-    )
-    .unwrap_err();
-    assert!(!error.message.contains("whsec_REAL"), "{error}");
-    assert!(error.message.contains("a string"), "{error}");
 }

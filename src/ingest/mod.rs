@@ -30,6 +30,7 @@
 mod contiguous;
 mod high_water;
 mod late;
+mod ledger;
 pub(crate) mod release;
 mod reverse;
 pub(crate) mod settle;
@@ -40,9 +41,10 @@ use crate::domain::{
     Basis, EventId, Link, Movement, NormalisedEvent, OrderingMode, Posting, Status,
 };
 use crate::source::Source;
-use crate::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store, StoreError, WriteTx};
+use crate::store::{IntentUpsert, NewIntent, Store, StoreError, WriteTx};
 use settle::{Settle, SettleLink, Settled};
 
+pub(crate) use ledger::{LedgerPosting, post_to_ledger};
 pub use release::{Released, drain_account};
 pub use reverse::{lock_release_guards, release_stranded, release_unmatched};
 
@@ -366,53 +368,4 @@ async fn run(
         }
     };
     Ok(outcome(decided, false, false))
-}
-
-/// A balance movement about to be posted, by ingest, a release or an operator.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LedgerPosting<'a> {
-    pub intent_id: i64,
-    pub source: &'a str,
-    pub event_id: &'a str,
-    pub account_id: &'a str,
-    pub currency: &'a str,
-    /// Signed: positive credits, negative debits.
-    pub amount_minor: i64,
-    pub object_id: Option<&'a str>,
-    pub operator_applied: bool,
-}
-
-/// Changes the balance and writes the ledger entry, inside the caller's
-/// transaction. Returns the balance after the posting.
-/// `credits_payment` names the payment row a whole credit pays (the
-/// ledger's unique key on it is the permanent one-credit-per-payment guard).
-pub(crate) async fn post_to_ledger(
-    tx: &mut WriteTx,
-    posting: &LedgerPosting<'_>,
-    credits_payment: Option<i64>,
-    now: DateTime<Utc>,
-) -> Result<i64, StoreError> {
-    let balance_after_minor = tx
-        .upsert_balance(
-            posting.account_id,
-            posting.currency,
-            posting.amount_minor,
-            now,
-        )
-        .await?;
-    tx.insert_ledger_entry(&NewLedgerEntry {
-        intent_id: posting.intent_id,
-        credits_payment,
-        source: posting.source,
-        event_id: posting.event_id,
-        account_id: posting.account_id,
-        currency: posting.currency,
-        amount_minor: posting.amount_minor,
-        balance_after_minor,
-        object_id: posting.object_id,
-        operator_applied: posting.operator_applied,
-        created_at: now,
-    })
-    .await?;
-    Ok(balance_after_minor)
 }

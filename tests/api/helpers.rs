@@ -16,6 +16,7 @@ use hookledger::store::Store;
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 
+pub use crate::answers::{assert_error, json_with_status, percent_encode};
 pub use crate::backend::Backend;
 use crate::postgres::TestDatabase;
 pub use crate::samples::{body_of, credit, credit_at, credit_seq, debit_seq};
@@ -377,35 +378,4 @@ impl TestApp {
             "ledger invariants violated: {violations:#?}"
         );
     }
-}
-
-/// Asserts the status and returns the JSON body, showing the body on failure.
-pub async fn json_with_status(response: Response, expected: StatusCode) -> Value {
-    let status = response.status();
-    let text = response.text().await.expect("body");
-    assert_eq!(status, expected, "unexpected status; body: {text}");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text}"))
-}
-
-/// Asserts an error answer: status and stable error code.
-pub async fn assert_error(response: Response, expected: StatusCode, code: &str) -> Value {
-    let body = json_with_status(response, expected).await;
-    assert_eq!(body["error"], code, "unexpected error body: {body}");
-    assert!(
-        body["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "no message: {body}"
-    );
-    body
-}
-
-/// Every byte but RFC 3986's unreserved characters percent-encoded.
-pub fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -1,6 +1,7 @@
 //! The HTTP test suite: every scenario runs through the real server, once on
 //! SQLite and once on PostgreSQL (`sqlite::` and `postgres::` in test names).
 
+mod answers;
 #[macro_use]
 mod backend;
 mod browser;
@@ -25,6 +26,7 @@ mod concurrency;
 mod contiguous;
 mod crash;
 mod credits;
+mod disputes;
 mod dot_ids;
 mod duplicates;
 mod first_run;
@@ -51,3 +53,4 @@ mod sign_in;
 mod stored;
 mod stored_property;
 mod stripe;
+mod unreadable;

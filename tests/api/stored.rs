@@ -7,8 +7,8 @@ use hookledger::secret::Secret;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::bad_input::stored_bytes;
 use crate::helpers::{Backend, STRIPE_SECRET, TestApp, json_with_status, now};
+use crate::unreadable::stored_bytes;
 
 const PAYMENT: &str = include_str!("../fixtures/stripe/payment_intent.succeeded.json");
 const REFUND: &str = include_str!("../fixtures/stripe/refund.created.json");

@@ -51,10 +51,13 @@ macro_rules! on_tx {
     };
 }
 
+mod audit;
+mod balances;
 mod ordering;
 mod payments;
 mod scope;
 
+pub use audit::NewAudit;
 pub use ordering::Parked;
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub use scope::Rescoped;
@@ -128,20 +131,6 @@ pub struct NewLedgerEntry<'a> {
     pub created_at: DateTime<Utc>,
 }
 
-/// An audit row: about one event, or (skip gap) about one account.
-pub struct NewAudit<'a> {
-    pub action: &'a str,
-    pub source: &'a str,
-    pub event_id: Option<&'a str>,
-    pub account_id: Option<&'a str>,
-    pub previous_status: Status,
-    pub actor: &'a str,
-    pub note: Option<&'a str>,
-    /// What the action did, for account-level actions.
-    pub detail: Option<&'a str>,
-    pub created_at: DateTime<Utc>,
-}
-
 /// A held intent an operator action has just taken over.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Claimed {
@@ -181,38 +170,6 @@ set deliveries = intents.deliveries + 1,
     last_received_at = excluded.last_received_at
 returning intent_id, status, deliveries, payload_sha256";
 
-/// Adds the signed amount in place (never read-modify-write from Rust); the
-/// row lock taken by the update serialises concurrent postings to one
-/// balance. The bound of +/-2^62 keeps every sum representable: with at most
-/// 10^15 per event the addition itself cannot overflow, and SQLite, which
-/// would silently turn an overflowing integer into a float, never gets near
-/// it. Out of range returns no row, and the transaction is rolled back.
-const UPSERT_BALANCE: &str = "
-insert into balances (account_id, currency, balance_minor, updated_at)
-values ($1, $2, $3, $4)
-on conflict (account_id, currency) do update
-set balance_minor = balances.balance_minor + excluded.balance_minor,
-    updated_at = excluded.updated_at
-where balances.balance_minor + excluded.balance_minor
-    between -4611686018427387904 and 4611686018427387904
-returning balance_minor";
-
-/// Locks an account's balance row for a currency (creating it at zero), for
-/// a transaction that will post several currencies: see `lock_balances`.
-const LOCK_BALANCE: &str = "
-insert into balances (account_id, currency, balance_minor, updated_at)
-values ($1, $2, 0, $3)
-on conflict (account_id, currency) do update
-set balance_minor = balances.balance_minor
-returning balance_minor";
-
-/// Locks an existing balance row and reads it (no row: nothing to lock, the
-/// balance is zero).
-const LOCK_EXISTING_BALANCE: &str = "
-update balances set balance_minor = balance_minor
-where account_id = $1 and currency = $2
-returning balance_minor";
-
 /// A plain insert: a second entry for one (source, event_id), or a second
 /// entry crediting one payment whole, violates a unique key and fails the
 /// whole transaction rather than post twice.
@@ -239,12 +196,6 @@ returning intent_id, scope, account_id, currency, amount_minor, object_id, event
 
 const INTENT_STATUS: &str = "
 select status from intents where source = $1 and event_id = $2";
-
-const INSERT_AUDIT: &str = "
-insert into audit_log (action, source, event_id, account_id, previous_status, actor, note,
-    detail, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-returning audit_id";
 
 impl WriteTx {
     pub async fn insert_intent(&mut self, new: &NewIntent<'_>) -> Result<IntentUpsert, StoreError> {
@@ -281,73 +232,6 @@ impl WriteTx {
                 conflict: row.payload_sha256 != new.payload_sha256,
             }
         })
-    }
-
-    /// Adds `amount_minor` (signed) to the balance; returns the new balance.
-    pub async fn upsert_balance(
-        &mut self,
-        account_id: &str,
-        currency: &str,
-        amount_minor: i64,
-        now: DateTime<Utc>,
-    ) -> Result<i64, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
-            .bind(account_id)
-            .bind(currency)
-            .bind(amount_minor)
-            .bind(now)
-            .fetch_optional(conn)
-            .await)?;
-        row.map(|(balance,)| balance)
-            .ok_or_else(|| StoreError::BalanceLimit {
-                account_id: account_id.to_owned(),
-                currency: currency.to_owned(),
-            })
-    }
-
-    /// Locks the account's balance rows for `currencies` in sorted order,
-    /// before a transaction posts to more than one of them. Every other
-    /// transaction posts to one balance row only, so with this order no two
-    /// transactions can wait on each other's balance rows in a cycle. SQLite
-    /// runs one writer at a time and needs none of it, but the statement is
-    /// the same for both.
-    pub async fn lock_balances(
-        &mut self,
-        account_id: &str,
-        currencies: &[&str],
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        let mut sorted = currencies.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        if sorted.len() < 2 {
-            return Ok(());
-        }
-        for currency in sorted {
-            on_tx!(self, conn => sqlx::query(LOCK_BALANCE)
-                .bind(account_id)
-                .bind(currency)
-                .bind(now)
-                .execute(conn)
-                .await
-                .map(drop))?;
-        }
-        Ok(())
-    }
-
-    /// Locks the balance row for `currency` and returns it, if the account
-    /// has one.
-    pub async fn lock_existing_balance(
-        &mut self,
-        account_id: &str,
-        currency: &str,
-    ) -> Result<Option<i64>, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(LOCK_EXISTING_BALANCE)
-            .bind(account_id)
-            .bind(currency)
-            .fetch_optional(conn)
-            .await)?;
-        Ok(row.map(|(balance,)| balance))
     }
 
     pub async fn insert_ledger_entry(
@@ -420,23 +304,6 @@ impl WriteTx {
             .fetch_optional(conn)
             .await)?;
         row.map(|(status,)| rows::parse_status(&status)).transpose()
-    }
-
-    /// Writes the audit row; returns its id.
-    pub async fn insert_audit(&mut self, audit: &NewAudit<'_>) -> Result<i64, StoreError> {
-        let (audit_id,): (i64,) = on_tx!(self, conn => sqlx::query_as(INSERT_AUDIT)
-            .bind(audit.action)
-            .bind(audit.source)
-            .bind(audit.event_id)
-            .bind(audit.account_id)
-            .bind(audit.previous_status.as_str())
-            .bind(audit.actor)
-            .bind(audit.note)
-            .bind(audit.detail)
-            .bind(audit.created_at)
-            .fetch_one(conn)
-            .await)?;
-        Ok(audit_id)
     }
 
     /// Ends the transaction writing nothing (dropping it does the same, but

@@ -1,0 +1,107 @@
+//! Balance rows: posted in place by one conditional statement, and locked up
+//! front when one transaction posts several currencies of an account.
+
+use chrono::{DateTime, Utc};
+
+use super::{StoreError, WriteTx};
+
+/// Adds the signed amount in place (never read-modify-write from Rust); the
+/// row lock taken by the update serialises concurrent postings to one
+/// balance. The bound of +/-2^62 keeps every sum representable: with at most
+/// 10^15 per event the addition itself cannot overflow, and SQLite, which
+/// would silently turn an overflowing integer into a float, never gets near
+/// it. Out of range returns no row, and the transaction is rolled back.
+const UPSERT_BALANCE: &str = "
+insert into balances (account_id, currency, balance_minor, updated_at)
+values ($1, $2, $3, $4)
+on conflict (account_id, currency) do update
+set balance_minor = balances.balance_minor + excluded.balance_minor,
+    updated_at = excluded.updated_at
+where balances.balance_minor + excluded.balance_minor
+    between -4611686018427387904 and 4611686018427387904
+returning balance_minor";
+
+/// Locks an account's balance row for a currency (creating it at zero), for
+/// a transaction that will post several currencies: see `lock_balances`.
+const LOCK_BALANCE: &str = "
+insert into balances (account_id, currency, balance_minor, updated_at)
+values ($1, $2, 0, $3)
+on conflict (account_id, currency) do update
+set balance_minor = balances.balance_minor
+returning balance_minor";
+
+/// Locks an existing balance row and reads it (no row: nothing to lock, the
+/// balance is zero).
+const LOCK_EXISTING_BALANCE: &str = "
+update balances set balance_minor = balance_minor
+where account_id = $1 and currency = $2
+returning balance_minor";
+
+impl WriteTx {
+    /// Adds `amount_minor` (signed) to the balance; returns the new balance.
+    pub async fn upsert_balance(
+        &mut self,
+        account_id: &str,
+        currency: &str,
+        amount_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Result<i64, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
+            .bind(account_id)
+            .bind(currency)
+            .bind(amount_minor)
+            .bind(now)
+            .fetch_optional(conn)
+            .await)?;
+        row.map(|(balance,)| balance)
+            .ok_or_else(|| StoreError::BalanceLimit {
+                account_id: account_id.to_owned(),
+                currency: currency.to_owned(),
+            })
+    }
+
+    /// Locks the account's balance rows for `currencies` in sorted order,
+    /// before a transaction posts to more than one of them. Every other
+    /// transaction posts to one balance row only, so with this order no two
+    /// transactions can wait on each other's balance rows in a cycle. SQLite
+    /// runs one writer at a time and needs none of it, but the statement is
+    /// the same for both.
+    pub async fn lock_balances(
+        &mut self,
+        account_id: &str,
+        currencies: &[&str],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut sorted = currencies.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() < 2 {
+            return Ok(());
+        }
+        for currency in sorted {
+            on_tx!(self, conn => sqlx::query(LOCK_BALANCE)
+                .bind(account_id)
+                .bind(currency)
+                .bind(now)
+                .execute(conn)
+                .await
+                .map(drop))?;
+        }
+        Ok(())
+    }
+
+    /// Locks the balance row for `currency` and returns it, if the account
+    /// has one.
+    pub async fn lock_existing_balance(
+        &mut self,
+        account_id: &str,
+        currency: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(LOCK_EXISTING_BALANCE)
+            .bind(account_id)
+            .bind(currency)
+            .fetch_optional(conn)
+            .await)?;
+        Ok(row.map(|(balance,)| balance))
+    }
+}

@@ -75,11 +75,7 @@ pub async fn receive(
     // delivery is recorded (an unusable one as `rejected`, with its bytes)
     // and only a database failure may answer 5xx.
     let payload_sha256 = sha256_hex(body);
-    let mut events = normalise(source, &verified, &delivery)
-        .unwrap_or_else(|error| vec![unreadable(&payload_sha256, &error)]);
-    for event in &mut events {
-        event.make_storable();
-    }
+    let events = storable_events(source, &verified, &delivery, &payload_sha256);
     let raw = RawDelivery {
         payload: body,
         payload_sha256: &payload_sha256,
@@ -90,6 +86,22 @@ pub async fn receive(
         record(context, source_name, &verified, event, outcome);
     }
     Ok(Received { outcomes })
+}
+
+/// What a verified delivery stores: its events, each made storable, or the
+/// one `rejected` event of a delivery that cannot be read.
+pub(crate) fn storable_events(
+    source: &Source,
+    verified: &Verified,
+    delivery: &Delivery<'_>,
+    payload_sha256: &str,
+) -> Vec<NormalisedEvent> {
+    let mut events = normalise(source, verified, delivery)
+        .unwrap_or_else(|error| vec![unreadable(payload_sha256, &error)]);
+    for event in &mut events {
+        event.make_storable();
+    }
+    events
 }
 
 /// The events a verified delivery holds, read the provider's way.

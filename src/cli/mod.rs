@@ -1,7 +1,8 @@
 //! The command line: `serve` (the default), `init`, `check-config`,
-//! `migrate`, `check`, `backup`, `send`.
+//! `migrate`, `check`, `backup`, `send`, `bench`.
 
 mod banner;
+mod bench;
 mod check_config;
 mod init;
 mod send;
@@ -58,6 +59,10 @@ pub enum Command {
     Init(init::InitArgs),
     /// Sign a sample event exactly as the provider would, send it, print the answer.
     Send(Box<SendArgs>),
+    /// Load benchmark: start a server on a fresh config, drive it with
+    /// pre-signed deliveries, measure the database's ceiling without HTTP,
+    /// check every balance; exit 1 if anything is wrong.
+    Bench(Box<bench::BenchArgs>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +124,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Send(args) => send::run(*args, cli.config.as_deref())
             .await
             .map_err(CliError::Send),
+        Command::Bench(args) => bench::run(*args).await.map_err(CliError::Send),
     }
 }
 

@@ -19,6 +19,7 @@ mod admin_queues;
 mod ambiguous;
 mod backup;
 mod bad_input;
+mod bench;
 mod chaos;
 mod cli;
 mod cli_kinds;

@@ -1,0 +1,151 @@
+//! What a phase measured: rates, latency percentiles and CPU time per
+//! request, read from /proc.
+
+use std::time::Duration;
+
+/// Linux reports process CPU time in clock ticks of 1/100 s (USER_HZ is 100
+/// on every architecture Linux supports for userspace ABI purposes).
+const TICK: Duration = Duration::from_millis(10);
+
+/// CPU time (user + system) of one process, if it exists.
+pub fn process_cpu(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    ticks(&stat).map(|t| TICK * t as u32)
+}
+
+/// CPU time of every PostgreSQL server process on this machine (the
+/// database's share of a run: it is local here).
+pub fn postgres_cpu() -> Duration {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Duration::ZERO;
+    };
+    let mut total = 0u64;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if command(&stat) == Some("postgres") {
+            total += ticks(&stat).unwrap_or(0);
+        }
+    }
+    TICK * total as u32
+}
+
+/// The command name in `/proc/<pid>/stat`: between the first `(` and the
+/// last `)` (a name may hold either).
+fn command(stat: &str) -> Option<&str> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    stat.get(open + 1..close)
+}
+
+/// utime + stime: fields 14 and 15, counted from after the command.
+fn ticks(stat: &str) -> Option<u64> {
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // `rest` starts at field 3 (state).
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some(user + system)
+}
+
+/// One phase's figures.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseResult {
+    pub name: String,
+    pub elapsed: Duration,
+    /// Requests answered 2xx.
+    pub answered: u64,
+    pub new_events: u64,
+    pub duplicates: u64,
+    /// Answers that were not 2xx (each retried until 2xx).
+    pub refused: u64,
+    /// A redelivery the receiver did not call a duplicate, or a new event
+    /// it did.
+    pub misjudged: u64,
+    /// Per answered request, microseconds.
+    pub latencies_us: Vec<u32>,
+    /// CPU of the process doing the work (the server, or the bench itself
+    /// for a ceiling) and of the database server, if separate.
+    pub server_cpu: Duration,
+    pub database_cpu: Option<Duration>,
+}
+
+impl PhaseResult {
+    pub fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The latency at percentile `p` (0-100), in milliseconds.
+    pub fn percentile_ms(&mut self, p: f64) -> f64 {
+        if self.latencies_us.is_empty() {
+            return 0.0;
+        }
+        self.latencies_us.sort_unstable();
+        let rank = ((p / 100.0) * self.latencies_us.len() as f64).ceil() as usize;
+        let index = rank.clamp(1, self.latencies_us.len()) - 1;
+        f64::from(self.latencies_us[index]) / 1000.0
+    }
+
+    fn cpu_per_request_us(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * 1e6 / self.answered.max(1) as f64
+    }
+
+    /// One line of the report table.
+    pub fn row(&mut self) -> String {
+        let database = self
+            .database_cpu
+            .map(|cpu| format!("{:.0}", self.cpu_per_request_us(cpu)))
+            .unwrap_or_else(|| "-".to_owned());
+        let (p50, p95, p99) = (
+            self.percentile_ms(50.0),
+            self.percentile_ms(95.0),
+            self.percentile_ms(99.0),
+        );
+        format!(
+            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>8}",
+            self.name,
+            self.per_second(self.answered),
+            self.per_second(self.new_events),
+            self.per_second(self.duplicates),
+            p50,
+            p95,
+            p99,
+            self.cpu_per_request_us(self.server_cpu),
+            database,
+            self.refused,
+        )
+    }
+}
+
+pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  non-2xx";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cpu_ticks_and_names_from_proc_stat() {
+        let stat = "4242 (post gres) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 1 0";
+        assert_eq!(command(stat), Some("post gres"));
+        assert_eq!(ticks(stat), Some(281));
+        assert!(process_cpu(std::process::id()).is_some());
+        assert_eq!(process_cpu(u32::MAX), None);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut result = PhaseResult {
+            latencies_us: (1..=100).rev().map(|ms| ms * 1000).collect(),
+            ..PhaseResult::default()
+        };
+        assert_eq!(result.percentile_ms(50.0), 50.0);
+        assert_eq!(result.percentile_ms(99.0), 99.0);
+        assert_eq!(result.percentile_ms(100.0), 100.0);
+        assert_eq!(PhaseResult::default().percentile_ms(99.0), 0.0);
+    }
+}

@@ -1,0 +1,224 @@
+//! What a bench phase sends: pre-signed deliveries, each a credit to one of
+//! the run's accounts, and the sums they add up to.
+
+use std::collections::HashMap;
+
+use crate::cli::sign::{SignedRequest, signed_sample};
+use crate::providers::Sample;
+use crate::secret::Secret;
+
+/// One pre-signed delivery and what it should do.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub signed: SignedRequest,
+    pub account: usize,
+    pub amount_minor: i64,
+    /// A redelivery of an event already answered 200.
+    pub duplicate: bool,
+}
+
+/// How a phase's deliveries are made.
+#[derive(Debug, Clone, Copy)]
+pub struct Profile {
+    /// Share (percent) that are redeliveries of accepted events.
+    pub duplicates: u32,
+    /// Share (percent) of new events sent below their account's newest
+    /// sequence (late credits apply under high-water ordering).
+    pub late: u32,
+}
+
+pub const NEW: Profile = Profile {
+    duplicates: 0,
+    late: 0,
+};
+pub const DUPLICATES: Profile = Profile {
+    duplicates: 100,
+    late: 0,
+};
+pub const MIXED: Profile = Profile {
+    duplicates: 30,
+    late: 20,
+};
+
+/// A small deterministic generator (splitmix64): plans are reproducible
+/// from the run's seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The run's accounts, their sequence counters and what was accepted.
+pub struct Ledger {
+    pub run: String,
+    pub kind: String,
+    secret: Secret,
+    accounts: usize,
+    /// Per account, the newest in-order sequence sent (even numbers; a late
+    /// event takes the odd number below, once).
+    sequence: Vec<i64>,
+    late_used: Vec<i64>,
+    /// Every event answered 200 (new ones), for redeliveries.
+    pub accepted: Vec<Planned>,
+    /// Per account, the sum of the accepted credits.
+    pub expected: HashMap<usize, i64>,
+    next_id: u64,
+}
+
+impl Ledger {
+    pub fn new(run: String, kind: String, secret: Secret, accounts: usize) -> Self {
+        Self {
+            run,
+            kind,
+            secret,
+            accounts,
+            sequence: vec![0; accounts],
+            late_used: vec![0; accounts],
+            accepted: Vec::new(),
+            expected: HashMap::new(),
+            next_id: 0,
+        }
+    }
+
+    pub fn account_id(&self, account: usize) -> String {
+        format!("bench-{}-{account}", self.run)
+    }
+
+    pub fn accounts(&self) -> usize {
+        self.accounts
+    }
+
+    /// `count` deliveries in the profile's mix, signed now.
+    pub fn plan(
+        &mut self,
+        rng: &mut Rng,
+        profile: Profile,
+        count: usize,
+    ) -> Result<Vec<Planned>, String> {
+        let timestamp = chrono::Utc::now().timestamp();
+        let mut planned = Vec::with_capacity(count);
+        for _ in 0..count {
+            let roll = rng.below(100) as u32;
+            if roll < profile.duplicates && !self.accepted.is_empty() {
+                let pick = rng.below(self.accepted.len() as u64) as usize;
+                let mut again = self.accepted[pick].clone();
+                again.duplicate = true;
+                planned.push(again);
+                continue;
+            }
+            let account = rng.below(self.accounts as u64) as usize;
+            let late = roll < profile.duplicates + profile.late
+                && self.sequence[account] >= 2
+                && self.late_used[account] < self.sequence[account] - 1;
+            let sequence = if late {
+                self.late_used[account] = self.sequence[account] - 1;
+                self.sequence[account] - 1
+            } else {
+                self.sequence[account] += 2;
+                self.sequence[account]
+            };
+            self.next_id += 1;
+            let amount_minor = 1 + rng.below(10_000) as i64;
+            let sample = Sample {
+                event_id: format!("bench-{}-{}", self.run, self.next_id),
+                event_type: None,
+                account_id: self.account_id(account),
+                amount_minor,
+                currency: "USD".to_owned(),
+                sequence: Some(sequence),
+                timestamp,
+                payment: None,
+            };
+            planned.push(Planned {
+                signed: signed_sample(&self.kind, &self.secret, &sample)?,
+                account,
+                amount_minor,
+                duplicate: false,
+            });
+        }
+        Ok(planned)
+    }
+
+    /// Records a new event the receiver answered 200.
+    pub fn accept(&mut self, planned: &Planned) {
+        if planned.duplicate {
+            return;
+        }
+        *self.expected.entry(planned.account).or_default() += planned.amount_minor;
+        self.accepted.push(planned.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger() -> Ledger {
+        let secret = Secret::new("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        Ledger::new("t".into(), "standard-webhooks".into(), secret, 3)
+    }
+
+    #[test]
+    fn a_mixed_plan_has_duplicates_late_events_and_unique_ids() {
+        let mut ledger = ledger();
+        let mut rng = Rng::new(7);
+        for planned in ledger.plan(&mut rng, NEW, 30).unwrap() {
+            ledger.accept(&planned);
+        }
+        let mixed = ledger.plan(&mut rng, MIXED, 1_000).unwrap();
+        let duplicates = mixed.iter().filter(|p| p.duplicate).count();
+        assert!((200..400).contains(&duplicates), "{duplicates}");
+        let bodies: Vec<serde_json::Value> = mixed
+            .iter()
+            .filter(|p| !p.duplicate)
+            .map(|p| serde_json::from_slice(&p.signed.body).unwrap())
+            .collect();
+        let odd = bodies
+            .iter()
+            .filter(|b| b["data"]["sequence"].as_i64().unwrap() % 2 == 1)
+            .count();
+        assert!(odd > 0, "no late event");
+        let mut ids: Vec<&str> = mixed
+            .iter()
+            .filter(|p| !p.duplicate)
+            .map(|p| {
+                let header = p.signed.headers.iter().find(|(n, _)| *n == "webhook-id");
+                header.unwrap().1.as_str()
+            })
+            .collect();
+        let all = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), all, "an event id repeats among new events");
+    }
+
+    #[test]
+    fn only_new_accepted_events_count_towards_the_sums() {
+        let mut ledger = ledger();
+        let mut rng = Rng::new(1);
+        let planned = ledger.plan(&mut rng, NEW, 5).unwrap();
+        for p in &planned {
+            ledger.accept(p);
+            let mut again = p.clone();
+            again.duplicate = true;
+            ledger.accept(&again);
+        }
+        let total: i64 = ledger.expected.values().sum();
+        assert_eq!(total, planned.iter().map(|p| p.amount_minor).sum::<i64>());
+        assert_eq!(ledger.accepted.len(), 5);
+    }
+}

@@ -1,0 +1,114 @@
+//! The server under test: this binary's `serve`, on a config of its own,
+//! logging to a file next to it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the server may take to open (and migrate) its database.
+const START_WAIT: Duration = Duration::from_secs(60);
+
+/// Writes the bench's config: one `bench` source, the given database and
+/// pool size, a free local port, the defaults for everything else.
+pub fn write_config(
+    folder: &Path,
+    database: &str,
+    secret: &str,
+    pool: u32,
+) -> Result<PathBuf, String> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("no free local port: {e}"))?
+        .port();
+    let text = format!(
+        "listen = \"127.0.0.1:{port}\"\n\
+         database_url = {database:?}\n\
+         data_dir = {data:?}\n\
+         [database]\n\
+         max_connections = {pool}\n\
+         [[sources]]\n\
+         name = \"bench\"\n\
+         kind = \"standard-webhooks\"\n\
+         secrets = [{secret:?}]\n",
+        data = folder.join("data").display().to_string(),
+    );
+    let path = folder.join("hookledger.toml");
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+pub struct Server {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts `hookledger serve` and waits until `/readyz` answers 200.
+    pub async fn start(config: &Path, listen: &str) -> Result<Self, String> {
+        let log = config.with_file_name("server.log");
+        let file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+        let binary = std::env::current_exe().map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .arg("serve")
+            .env("HOOKLEDGER_CONFIG", config)
+            .stdout(Stdio::from(file.try_clone().map_err(|e| e.to_string())?))
+            .stderr(Stdio::from(file))
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
+        let mut server = Self { child, log };
+        let ready = format!("http://{listen}/readyz");
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + START_WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!(
+                    "the server exited ({status}):\n{}",
+                    server.log_text()
+                ));
+            }
+            if let Ok(answer) = client.get(&ready).send().await
+                && answer.status().is_success()
+            {
+                return Ok(server);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        server.child.kill().ok();
+        Err(format!(
+            "the server was not ready within 60 s:\n{}",
+            server.log_text()
+        ))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The database line of the server's banner.
+    pub fn database(&self) -> String {
+        self.log_text()
+            .lines()
+            .find_map(|l| {
+                let at = l.find("SQLite at").or_else(|| l.find("PostgreSQL at"))?;
+                Some(l[at..].trim().to_owned())
+            })
+            .unwrap_or_default()
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops the server at once: everything it answered 200 is committed.
+    pub async fn stop(&mut self) {
+        self.child.kill().ok();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,56 @@
+//! `hookledger bench` in its short mode: a smoke test of the benchmark on
+//! both backends. It checks what the bench checks (every balance equals the
+//! credits answered 200, duplicates were called duplicates, invariants
+//! hold), never a timing.
+
+use crate::backend::Backend;
+use crate::process::hookledger;
+
+crate::both_backends!(the_short_bench_runs_and_checks_itself);
+
+async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = hookledger(dir.path());
+    command.args([
+        "bench",
+        "--seconds",
+        "1",
+        "--events",
+        "400",
+        "--connections",
+        "4",
+        "--accounts",
+        "20",
+    ]);
+    if let Backend::Postgres(url) = &backend {
+        command.args(["--database", url]);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for phase in [
+        "http new",
+        "http duplicate",
+        "http mixed",
+        "ceiling new",
+        "ceiling duplicate",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(phase)),
+            "no {phase} row:\n{stdout}"
+        );
+    }
+    let correct = stdout
+        .lines()
+        .find(|l| l.starts_with("correct: 20 balances"))
+        .unwrap_or_else(|| panic!("no verdict:\n{stdout}"));
+    // Every phase stored something: 400 new events, then the mixed and the
+    // ceiling's new ones, at least one each.
+    let credits: usize = correct
+        .split_whitespace()
+        .nth(7)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{correct}"));
+    assert!(credits > 400, "{correct}");
+}

@@ -8,6 +8,7 @@ use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::drain::DrainSignal;
 use crate::http::proxy::TrustedProxies;
+use crate::ingest::Ingestor;
 use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
@@ -17,6 +18,8 @@ use crate::telemetry::LogBudget;
 
 pub struct Context {
     pub store: Store,
+    /// Where deliveries are stored (SQLite: group commit).
+    pub ingestor: Ingestor,
     pub sources: HashMap<String, Arc<Source>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,

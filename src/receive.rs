@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::Context;
 use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
-use crate::ingest::{Outcome, RawDelivery, ingest};
+use crate::ingest::{Outcome, RawDelivery};
 use crate::providers::{
     Delivery, HeaderSource, MapError, Verified, VerifyError, VerifyPolicy, parse_json,
 };
@@ -36,7 +36,7 @@ pub struct Received {
 
 pub async fn receive(
     context: &Context,
-    source: &Source,
+    source: &std::sync::Arc<Source>,
     headers: &dyn HeaderSource,
     body: &[u8],
 ) -> Result<Received, ReceiveError> {
@@ -81,7 +81,7 @@ pub async fn receive(
         payload_sha256: &payload_sha256,
         received_at: now,
     };
-    let outcomes = ingest(&context.store, source, &events, &raw).await?;
+    let outcomes = context.ingestor.ingest(source, &events, &raw).await?;
     for (event, outcome) in events.iter().zip(&outcomes) {
         record(context, source_name, &verified, event, outcome);
     }

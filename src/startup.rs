@@ -106,6 +106,7 @@ impl Application {
 
         let lifetime = connection_lifetime(&config);
         let context = Data::new(Context {
+            ingestor: crate::ingest::Ingestor::new(&store),
             store: store.clone(),
             sources: config
                 .sources

@@ -28,6 +28,7 @@
 //! statement; no other transaction can see the interim value.
 
 mod contiguous;
+mod group;
 mod high_water;
 mod late;
 mod ledger;
@@ -44,6 +45,7 @@ use crate::source::Source;
 use crate::store::{IntentUpsert, NewIntent, Store, StoreError, WriteTx};
 use settle::{Settle, SettleLink, Settled};
 
+pub use group::{GROUP_MAX, Ingestor};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};
 pub use release::{Released, drain_account};
 pub use reverse::{lock_release_guards, release_stranded, release_unmatched};

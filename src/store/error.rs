@@ -25,6 +25,18 @@ impl StoreError {
     pub fn is_transient(&self) -> bool {
         matches!(self, StoreError::Unavailable(_))
     }
+
+    /// The same failure for another requester (a group commit answers
+    /// every delivery of a failed group): as transient as this one, with
+    /// its text.
+    pub fn shared(&self) -> StoreError {
+        let copy = sqlx::Error::Protocol(self.to_string());
+        if self.is_transient() {
+            StoreError::Unavailable(copy)
+        } else {
+            StoreError::Database(copy)
+        }
+    }
 }
 
 impl From<sqlx::Error> for StoreError {

@@ -12,6 +12,7 @@ mod read;
 mod retention;
 mod rows;
 mod write;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -36,7 +37,7 @@ pub use write::{
 macro_rules! on_pool {
     ($store:expr, $conn:ident => $body:expr) => {
         match $store {
-            $crate::store::Store::Sqlite($conn) => $body,
+            $crate::store::Store::Sqlite($conn, _) => $body,
             $crate::store::Store::Postgres($conn) => $body,
         }
     };
@@ -45,7 +46,8 @@ pub(crate) use on_pool;
 
 #[derive(Debug, Clone)]
 pub enum Store {
-    Sqlite(SqlitePool),
+    /// The pool (readers, and writers in turn) and the turn to write.
+    Sqlite(SqlitePool, writer::Writer),
     Postgres(PgPool),
 }
 
@@ -93,7 +95,10 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(|e| open::sqlite_error(&path, &e))?;
-            Ok(Store::Sqlite(pool))
+            Ok(Store::Sqlite(
+                pool,
+                writer::Writer::new(settings.busy_timeout),
+            ))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let timeout_ms = settings.statement_timeout.as_millis().to_string();
             let options = PgConnectOptions::from_str(url)
@@ -126,7 +131,7 @@ impl Store {
     /// database is held meanwhile ([`start_lock`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(pool) => {
+            Store::Sqlite(pool, _) => {
                 let _lock = start_lock(pool.connect_options().get_filename()).await?;
                 sqlx::migrate!("migrations/sqlite").run(pool).await?;
             }
@@ -153,7 +158,7 @@ impl Store {
     /// (WAL) and the copy is the database as of one commit. PostgreSQL has
     /// its own tools (pg_dump, base backups and WAL archiving).
     pub async fn backup(&self, path: &Path) -> Result<(), StoreError> {
-        let Store::Sqlite(pool) = self else {
+        let Store::Sqlite(pool, _) = self else {
             return Err(StoreError::Connect(
                 "hookledger backup copies SQLite databases; for PostgreSQL use pg_dump or \
                  a base backup with WAL archiving (README, Backup and restore)"
@@ -195,7 +200,7 @@ impl Store {
 
     pub fn backend(&self) -> &'static str {
         match self {
-            Store::Sqlite(_) => "sqlite",
+            Store::Sqlite(..) => "sqlite",
             Store::Postgres(_) => "postgres",
         }
     }
@@ -204,7 +209,7 @@ impl Store {
     /// `SQLite at data/hookledger.db`, `PostgreSQL at db:5432/hl as app`.
     pub fn describe(&self) -> String {
         match self {
-            Store::Sqlite(pool) => format!(
+            Store::Sqlite(pool, _) => format!(
                 "SQLite at {}",
                 pool.connect_options().get_filename().display()
             ),
@@ -219,7 +224,7 @@ impl Store {
     /// The SQLite file, if this is a SQLite store (for start-up messages).
     pub fn sqlite_file(&self) -> Option<PathBuf> {
         match self {
-            Store::Sqlite(pool) => Some(pool.connect_options().get_filename().to_path_buf()),
+            Store::Sqlite(pool, _) => Some(pool.connect_options().get_filename().to_path_buf()),
             Store::Postgres(_) => None,
         }
     }

@@ -73,7 +73,7 @@ async fn a_locked_database_answers_503_and_the_retry_applies_once(backend: Backe
 async fn a_failure_at_the_ledger_insert_leaves_nothing_behind(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let (install, remove) = match app.store() {
-        hookledger::store::Store::Sqlite(_) => (
+        hookledger::store::Store::Sqlite(..) => (
             "create trigger fail_ledger before insert on ledger_entries
              begin select raise(abort, 'injected failure'); end",
             "drop trigger fail_ledger",

@@ -364,7 +364,7 @@ impl TestApp {
     /// or rig state that no API can produce.
     pub async fn execute_sql(&self, sql: &'static str) -> Result<(), sqlx::Error> {
         match &self.store {
-            Store::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Store::Sqlite(pool, _) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
             Store::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
         }
     }

@@ -32,6 +32,7 @@ mod dot_ids;
 mod duplicates;
 mod first_run;
 mod gap_skip;
+mod group_commit;
 mod health;
 mod hostile;
 mod interleavings;

@@ -12,7 +12,7 @@ use chrono::Utc;
 use super::measure::PhaseResult;
 use super::plan::Planned;
 use crate::domain::NormalisedEvent;
-use crate::ingest::{RawDelivery, ingest};
+use crate::ingest::{Ingestor, RawDelivery};
 use crate::providers::{Delivery, HeaderPairs, VerifyPolicy};
 use crate::receive::{sha256_hex, storable_events};
 use crate::source::Source;
@@ -70,13 +70,14 @@ pub async fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let prepared = Arc::new(prepared);
     let next = Arc::new(AtomicUsize::new(0));
+    let ingestor = Ingestor::new(store);
     let cpu_before = super::measure::process_cpu(std::process::id());
     let started = Instant::now();
     let deadline = started + duration;
     let mut tasks = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        let (store, source, prepared, next) = (
-            store.clone(),
+        let (ingestor, source, prepared, next) = (
+            ingestor.clone(),
             source.clone(),
             prepared.clone(),
             next.clone(),
@@ -96,7 +97,7 @@ pub async fn run(
                 };
                 let began = Instant::now();
                 let outcomes = loop {
-                    match ingest(&store, &source, &ready.events, &raw).await {
+                    match ingestor.ingest(&source, &ready.events, &raw).await {
                         Ok(outcomes) => break outcomes,
                         // Transient (busy, deadlock): retried as a sender would.
                         Err(_) => result.refused += 1,

@@ -26,11 +26,13 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::rows::{self, IntentUpsertRow};
+use super::writer::WriteTurn;
 use super::{Store, StoreError};
 use crate::domain::Status;
 
 pub enum WriteTx {
-    Sqlite(Transaction<'static, Sqlite>),
+    /// With the turn to write, released when the transaction ends.
+    Sqlite(Transaction<'static, Sqlite>, WriteTurn),
     Postgres(Transaction<'static, Postgres>),
 }
 
@@ -39,7 +41,7 @@ pub enum WriteTx {
 macro_rules! on_tx {
     ($tx:expr, $conn:ident => $body:expr) => {
         match $tx {
-            WriteTx::Sqlite(tx) => {
+            WriteTx::Sqlite(tx, _) => {
                 let $conn = &mut **tx;
                 $body
             }
@@ -55,6 +57,7 @@ mod audit;
 mod balances;
 mod ordering;
 mod payments;
+mod savepoint;
 mod scope;
 
 pub use audit::NewAudit;
@@ -65,7 +68,12 @@ pub use scope::Rescoped;
 impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
         Ok(match self {
-            Store::Sqlite(pool) => WriteTx::Sqlite(pool.begin_with("begin immediate").await?),
+            Store::Sqlite(pool, writer) => {
+                // The turn first: the transaction's connection is then
+                // taken with the write lock free in this process.
+                let turn = writer.turn().await?;
+                WriteTx::Sqlite(pool.begin_with("begin immediate").await?, turn)
+            }
             // Explicit, so a server default of REPEATABLE READ or SERIALIZABLE
             // cannot turn a concurrent duplicate or apply into a 40001 error.
             Store::Postgres(pool) => WriteTx::Postgres(
@@ -310,7 +318,7 @@ impl WriteTx {
     /// an explicit rollback frees the connection's lock at once).
     pub async fn rollback(self) -> Result<(), StoreError> {
         match self {
-            WriteTx::Sqlite(tx) => tx.rollback().await?,
+            WriteTx::Sqlite(tx, _turn) => tx.rollback().await?,
             WriteTx::Postgres(tx) => tx.rollback().await?,
         }
         Ok(())
@@ -318,7 +326,7 @@ impl WriteTx {
 
     pub async fn commit(self) -> Result<(), StoreError> {
         match self {
-            WriteTx::Sqlite(tx) => tx.commit().await?,
+            WriteTx::Sqlite(tx, _turn) => tx.commit().await?,
             WriteTx::Postgres(tx) => tx.commit().await?,
         }
         Ok(())

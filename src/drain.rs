@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -23,14 +24,19 @@ use crate::store::StoreError;
 /// Accounts looked up per query; the sweep repeats until none is ready.
 const ACCOUNTS_PER_QUERY: i64 = 100;
 
-/// Wakes the drain task (held in the [`Context`]).
+/// Wakes the drain task (held in the [`Context`]), and counts its sweeps.
 #[derive(Debug, Default)]
-pub struct DrainSignal(Notify);
+pub struct DrainSignal(Notify, AtomicU64);
 
 impl DrainSignal {
     /// Asks for a sweep now; wakes coalesce while one runs.
     pub fn wake(&self) {
         self.0.notify_one();
+    }
+
+    /// Sweeps finished since start-up (the first runs at once).
+    pub fn sweeps(&self) -> u64 {
+        self.1.load(Ordering::Acquire)
     }
 }
 
@@ -40,6 +46,7 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
             if let Err(error) = sweep(&context).await {
                 tracing::warn!("releasing parked events failed, retrying later: {error}");
             }
+            context.drain.1.fetch_add(1, Ordering::Release);
             tokio::select! {
                 () = context.drain.0.notified() => {}
                 () = tokio::time::sleep(context.release_sweep) => {}

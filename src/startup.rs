@@ -218,6 +218,11 @@ impl Application {
         &self.store
     }
 
+    /// Sweeps of parked events finished (the first runs at start-up).
+    pub fn drain_sweeps(&self) -> u64 {
+        self.context.drain.sweeps()
+    }
+
     /// Serves until stopped ([`Application::stop_on_signals`]), finishing
     /// requests in flight (each one's transaction commits or rolls back as a
     /// whole), then closes the pool.

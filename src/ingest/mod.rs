@@ -228,6 +228,9 @@ pub async fn ingest(
     events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
+    if let Some(outcome) = counted_redelivery(store, source, events, raw).await? {
+        return Ok(vec![outcome]);
+    }
     let mut tx = store.begin().await?;
     let mut outcomes = Vec::with_capacity(events.len());
     for event in events {
@@ -303,6 +306,53 @@ fn new_intent<'a>(
     intent
 }
 
+/// The bytes stored for an event and their digest: a batch item's own JSON,
+/// else the delivery's body.
+fn event_payload<'a>(
+    event: &'a NormalisedEvent,
+    raw: &'a RawDelivery<'_>,
+) -> (&'a [u8], std::borrow::Cow<'a, str>) {
+    match &event.payload {
+        Some(item) => (
+            item.as_bytes(),
+            crate::receive::sha256_hex(item.as_bytes()).into(),
+        ),
+        None => (raw.payload, raw.payload_sha256.into()),
+    }
+}
+
+/// A one-event delivery of an event already recorded, counted without a
+/// transaction where the store offers that (see `count_redelivery`); `None`
+/// if the event is new (or the store has no such path).
+async fn counted_redelivery(
+    store: &Store,
+    source: &Source,
+    events: &[NormalisedEvent],
+    raw: &RawDelivery<'_>,
+) -> Result<Option<Outcome>, StoreError> {
+    let [event] = events else {
+        return Ok(None);
+    };
+    let (_, sha256) = event_payload(event, raw);
+    let counted = store
+        .count_redelivery(
+            &source.scope,
+            event.event_id.as_str(),
+            &sha256,
+            raw.received_at,
+        )
+        .await?;
+    Ok(counted.map(|redelivered| Outcome {
+        event_id: event.event_id.clone(),
+        status: redelivered.status,
+        duplicate: true,
+        conflict: redelivered.conflict,
+        late: false,
+        released: 0,
+        backlog: false,
+    }))
+}
+
 /// One event, inside the delivery's transaction.
 async fn run(
     tx: &mut WriteTx,
@@ -311,15 +361,8 @@ async fn run(
     raw: &RawDelivery<'_>,
 ) -> Result<Outcome, StoreError> {
     let now = raw.received_at;
-    let own_sha256;
-    let payload = match &event.payload {
-        Some(item) => {
-            own_sha256 = crate::receive::sha256_hex(item.as_bytes());
-            (item.as_bytes(), own_sha256.as_str())
-        }
-        None => (raw.payload, raw.payload_sha256),
-    };
-    let intent = new_intent(source, event, raw, payload);
+    let (body, sha256) = event_payload(event, raw);
+    let intent = new_intent(source, event, raw, (body, &sha256));
     let outcome = |decided: Decided, duplicate, conflict| Outcome {
         event_id: event.event_id.clone(),
         status: decided.status,

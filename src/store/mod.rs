@@ -30,7 +30,7 @@ pub use rows::{
 };
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, Parked, PaymentCredit,
-    PaymentRow, Rescoped, UnmatchedRow, WriteTx,
+    PaymentRow, Redelivered, Rescoped, UnmatchedRow, WriteTx,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

@@ -182,6 +182,16 @@ impl TestApp {
             .expect("app starts");
         let address = format!("http://127.0.0.1:{}", app.port());
         let store = app.store().clone();
+        // The start-up sweep of parked events is done before a test rigs
+        // anything it could release.
+        let started = std::time::Instant::now();
+        while app.drain_sweeps() == 0 {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "the start-up sweep did not finish"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())

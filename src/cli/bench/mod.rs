@@ -66,7 +66,9 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         Some(seed) => seed,
         None => u64::from_le_bytes(random_bytes::<8>().map_err(|e| e.to_string())?),
     };
-    let run_id = format!("{:08x}", seed as u32);
+    // Fresh on every run, seeded or not: a database used before (PostgreSQL
+    // is used as is) holds the earlier runs' events and accounts.
+    let run_id = hex::encode(random_bytes::<6>().map_err(|e| e.to_string())?);
     let folder = std::env::temp_dir().join(format!("hookledger-bench-{run_id}"));
     std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     let secret_text = format!(

@@ -57,12 +57,14 @@ mod audit;
 mod balances;
 mod ordering;
 mod payments;
+mod redelivery;
 mod savepoint;
 mod scope;
 
 pub use audit::NewAudit;
 pub use ordering::Parked;
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
+pub use redelivery::Redelivered;
 pub use scope::Rescoped;
 
 impl Store {

@@ -47,30 +47,23 @@ pub async fn receive(
         body,
         received_at: now,
     };
-    let policy = VerifyPolicy {
-        tolerance_secs: source.tolerance_secs,
-        settings: &source.settings,
-    };
-    let verified = source
-        .provider
-        .verify(&delivery, &source.keys, &policy, now)
-        .inspect_err(|error| {
-            context
-                .metrics
-                .verification_failure(source_name, error.code());
-            // Anyone can cause this line: budgeted, summarised per minute.
-            if context
-                .log_budget
-                .admit("failed verifications", &format!("for source {source_name}"))
-            {
-                tracing::warn!(
-                    source = source_name,
-                    reason = error.code(),
-                    body_bytes = body.len(),
-                    "{error}"
-                );
-            }
-        })?;
+    let verified = verify(source, &delivery).inspect_err(|error| {
+        context
+            .metrics
+            .verification_failure(source_name, error.code());
+        // Anyone can cause this line: budgeted, summarised per minute.
+        if context
+            .log_budget
+            .admit("failed verifications", &format!("for source {source_name}"))
+        {
+            tracing::warn!(
+                source = source_name,
+                reason = error.code(),
+                body_bytes = body.len(),
+                "{error}"
+            );
+        }
+    })?;
     // Verified means stored: from here on, whatever the body holds, the
     // delivery is recorded (an unusable one as `rejected`, with its bytes)
     // and only a database failure may answer 5xx.
@@ -86,6 +79,18 @@ pub async fn receive(
         record(context, source_name, &verified, event, outcome);
     }
     Ok(Received { outcomes })
+}
+
+/// Checks the delivery's signature with the source's keys, tolerance and
+/// settings, at the time it was received.
+pub(crate) fn verify(source: &Source, delivery: &Delivery<'_>) -> Result<Verified, VerifyError> {
+    let policy = VerifyPolicy {
+        tolerance_secs: source.tolerance_secs,
+        settings: &source.settings,
+    };
+    source
+        .provider
+        .verify(delivery, &source.keys, &policy, delivery.received_at)
 }
 
 /// What a verified delivery stores: its events, each made storable, or the

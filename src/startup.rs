@@ -182,9 +182,9 @@ impl Application {
     /// On SIGTERM or Ctrl-C (SIGINT): stop accepting and let requests in
     /// flight finish, their transactions committed and answered, for up to
     /// `shutdown_timeout_secs`; what is still running then is cut off and its
-    /// transaction rolled back. Never committed and unanswered: the commit is
-    /// the last step before the answer, and a provider's redelivery of a
-    /// rolled-back event applies it. For the binary only: a test process
+    /// transaction rolled back. A provider's redelivery of a rolled-back event
+    /// applies it; one cut off while waiting in a SQLite group may have been
+    /// committed, and its redelivery is then a duplicate. For the binary only: a test process
     /// keeps its own Ctrl-C.
     pub fn stop_on_signals(&self) -> JoinHandle<()> {
         let handle = self.server.handle();

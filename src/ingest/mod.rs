@@ -32,6 +32,7 @@ mod group;
 mod high_water;
 mod late;
 mod ledger;
+mod redelivery;
 pub(crate) mod release;
 mod reverse;
 pub(crate) mod settle;
@@ -228,7 +229,7 @@ pub async fn ingest(
     events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
-    if let Some(outcome) = counted_redelivery(store, source, events, raw).await? {
+    if let Some(outcome) = redelivery::counted(store, source, events, raw).await? {
         return Ok(vec![outcome]);
     }
     let mut tx = store.begin().await?;
@@ -319,38 +320,6 @@ fn event_payload<'a>(
         ),
         None => (raw.payload, raw.payload_sha256.into()),
     }
-}
-
-/// A one-event delivery of an event already recorded, counted without a
-/// transaction where the store offers that (see `count_redelivery`); `None`
-/// if the event is new (or the store has no such path).
-async fn counted_redelivery(
-    store: &Store,
-    source: &Source,
-    events: &[NormalisedEvent],
-    raw: &RawDelivery<'_>,
-) -> Result<Option<Outcome>, StoreError> {
-    let [event] = events else {
-        return Ok(None);
-    };
-    let (_, sha256) = event_payload(event, raw);
-    let counted = store
-        .count_redelivery(
-            &source.scope,
-            event.event_id.as_str(),
-            &sha256,
-            raw.received_at,
-        )
-        .await?;
-    Ok(counted.map(|redelivered| Outcome {
-        event_id: event.event_id.clone(),
-        status: redelivered.status,
-        duplicate: true,
-        conflict: redelivered.conflict,
-        late: false,
-        released: 0,
-        backlog: false,
-    }))
 }
 
 /// One event, inside the delivery's transaction.

@@ -13,8 +13,8 @@ use super::measure::PhaseResult;
 use super::plan::Planned;
 use crate::domain::NormalisedEvent;
 use crate::ingest::{Ingestor, RawDelivery};
-use crate::providers::{Delivery, HeaderPairs, VerifyPolicy};
-use crate::receive::{sha256_hex, storable_events};
+use crate::providers::{Delivery, HeaderPairs};
+use crate::receive::{sha256_hex, storable_events, verify};
 use crate::source::Source;
 use crate::store::Store;
 
@@ -39,14 +39,8 @@ fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
         body: &planned.signed.body,
         received_at: now,
     };
-    let policy = VerifyPolicy {
-        tolerance_secs: source.tolerance_secs,
-        settings: &source.settings,
-    };
-    let verified = source
-        .provider
-        .verify(&delivery, &source.keys, &policy, now)
-        .map_err(|e| format!("a bench delivery does not verify: {e}"))?;
+    let verified =
+        verify(source, &delivery).map_err(|e| format!("a bench delivery does not verify: {e}"))?;
     let sha256 = sha256_hex(&planned.signed.body);
     Ok(Prepared {
         events: storable_events(source, &verified, &delivery, &sha256),

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
+use super::redelivery::{self, Recent};
 use super::{Outcome, RawDelivery, ingest, run};
 use crate::domain::NormalisedEvent;
 use crate::source::Source;
@@ -54,7 +55,9 @@ pub struct Job {
 /// SQLite's group-committing writer.
 #[derive(Debug, Clone)]
 pub enum Ingestor {
-    Direct(Store),
+    /// One transaction per delivery, with the events recently stored here
+    /// (for the cheap redelivery path).
+    Direct(Store, Arc<Recent>),
     Grouped(mpsc::Sender<Job>),
 }
 
@@ -68,7 +71,7 @@ impl Ingestor {
                 tokio::spawn(write_groups(store.clone(), queue));
                 Ingestor::Grouped(jobs)
             }
-            Store::Postgres(_) => Ingestor::Direct(store.clone()),
+            Store::Postgres(_) => Ingestor::Direct(store.clone(), Arc::default()),
         }
     }
 
@@ -81,7 +84,9 @@ impl Ingestor {
         raw: &RawDelivery<'_>,
     ) -> Answer {
         let jobs = match self {
-            Ingestor::Direct(store) => return ingest(store, source, events, raw).await,
+            Ingestor::Direct(store, recent) => {
+                return ingest_direct(store, recent, source, events, raw).await;
+            }
             Ingestor::Grouped(jobs) => jobs,
         };
         let (reply, answer) = oneshot::channel();
@@ -99,6 +104,25 @@ impl Ingestor {
         // it was committed.
         answer.await.map_err(|_| gone())?
     }
+}
+
+/// One transaction for the delivery, unless it is a redelivery of an event
+/// recently stored here and the store counts it in one statement.
+async fn ingest_direct(
+    store: &Store,
+    recent: &Recent,
+    source: &Source,
+    events: &[NormalisedEvent],
+    raw: &RawDelivery<'_>,
+) -> Answer {
+    if let Some(outcome) = redelivery::counted(store, recent, source, events, raw).await? {
+        return Ok(vec![outcome]);
+    }
+    let outcomes = ingest(store, source, events, raw).await?;
+    for outcome in &outcomes {
+        recent.remember(&source.scope, outcome.event_id.as_str());
+    }
+    Ok(outcomes)
 }
 
 /// The writer: one group at a time, each in a task of its own so that a

@@ -229,9 +229,6 @@ pub async fn ingest(
     events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
-    if let Some(outcome) = redelivery::counted(store, source, events, raw).await? {
-        return Ok(vec![outcome]);
-    }
     let mut tx = store.begin().await?;
     let mut outcomes = Vec::with_capacity(events.len());
     for event in events {

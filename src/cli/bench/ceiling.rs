@@ -16,7 +16,6 @@ use crate::ingest::{Ingestor, RawDelivery};
 use crate::providers::{Delivery, HeaderPairs};
 use crate::receive::{sha256_hex, storable_events, verify};
 use crate::source::Source;
-use crate::store::Store;
 
 /// A delivery as `ingest` takes it.
 struct Prepared {
@@ -52,7 +51,7 @@ fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
 /// Stores `planned` with `concurrency` tasks for at most `duration`;
 /// returns the figures and the indexes of the new events stored.
 pub async fn run(
-    store: &Store,
+    ingestor: &Ingestor,
     source: Arc<Source>,
     planned: &[Planned],
     concurrency: usize,
@@ -64,7 +63,6 @@ pub async fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let prepared = Arc::new(prepared);
     let next = Arc::new(AtomicUsize::new(0));
-    let ingestor = Ingestor::new(store);
     let cpu_before = super::measure::process_cpu(std::process::id());
     let started = Instant::now();
     let deadline = started + duration;

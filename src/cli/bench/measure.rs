@@ -13,6 +13,17 @@ pub fn process_cpu(pid: u32) -> Option<Duration> {
     ticks(&stat).map(|t| TICK * t as u32)
 }
 
+/// Resident memory of one process (VmRSS), in kB.
+pub fn process_rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    rss_kb(&status)
+}
+
+fn rss_kb(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// CPU time of every PostgreSQL server process on this machine (the
 /// database's share of a run: it is local here).
 pub fn postgres_cpu() -> Duration {
@@ -73,6 +84,8 @@ pub struct PhaseResult {
     /// for a ceiling) and of the database server, if separate.
     pub server_cpu: Duration,
     pub database_cpu: Option<Duration>,
+    /// The server's resident memory at the end of the phase, in kB.
+    pub server_rss_kb: Option<u64>,
 }
 
 impl PhaseResult {
@@ -101,13 +114,17 @@ impl PhaseResult {
             .database_cpu
             .map(|cpu| format!("{:.0}", self.cpu_per_request_us(cpu)))
             .unwrap_or_else(|| "-".to_owned());
+        let rss = self
+            .server_rss_kb
+            .map(|kb| format!("{:.0}", kb as f64 / 1024.0))
+            .unwrap_or_else(|| "-".to_owned());
         let (p50, p95, p99) = (
             self.percentile_ms(50.0),
             self.percentile_ms(95.0),
             self.percentile_ms(99.0),
         );
         format!(
-            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>8}",
+            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>8} {:>7}",
             self.name,
             self.per_second(self.answered),
             self.per_second(self.new_events),
@@ -118,11 +135,12 @@ impl PhaseResult {
             self.cpu_per_request_us(self.server_cpu),
             database,
             self.refused,
+            rss,
         )
     }
 }
 
-pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  non-2xx";
+pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  non-2xx  RSS MB";
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +153,9 @@ mod tests {
         assert_eq!(ticks(stat), Some(281));
         assert!(process_cpu(std::process::id()).is_some());
         assert_eq!(process_cpu(u32::MAX), None);
+        assert_eq!(rss_kb("Name:\tx\nVmRSS:\t   24312 kB\n"), Some(24312));
+        assert_eq!(rss_kb("Name:\tx\n"), None);
+        assert!(process_rss_kb(std::process::id()).is_some());
     }
 
     #[test]

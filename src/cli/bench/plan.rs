@@ -102,19 +102,21 @@ impl Ledger {
         self.accounts
     }
 
-    /// `count` deliveries in the profile's mix, signed now.
+    /// `count` deliveries in the profile's mix, signed now; redeliveries
+    /// are of events accepted from the `since`-th on.
     pub fn plan(
         &mut self,
         rng: &mut Rng,
         profile: Profile,
         count: usize,
+        since: usize,
     ) -> Result<Vec<Planned>, String> {
         let timestamp = chrono::Utc::now().timestamp();
         let mut planned = Vec::with_capacity(count);
         for _ in 0..count {
             let roll = rng.below(100) as u32;
-            if roll < profile.duplicates && !self.accepted.is_empty() {
-                let pick = rng.below(self.accepted.len() as u64) as usize;
+            if roll < profile.duplicates && self.accepted.len() > since {
+                let pick = since + rng.below((self.accepted.len() - since) as u64) as usize;
                 let mut again = self.accepted[pick].clone();
                 again.duplicate = true;
                 planned.push(again);
@@ -176,10 +178,10 @@ mod tests {
     fn a_mixed_plan_has_duplicates_late_events_and_unique_ids() {
         let mut ledger = ledger();
         let mut rng = Rng::new(7);
-        for planned in ledger.plan(&mut rng, NEW, 30).unwrap() {
+        for planned in ledger.plan(&mut rng, NEW, 30, 0).unwrap() {
             ledger.accept(&planned);
         }
-        let mixed = ledger.plan(&mut rng, MIXED, 1_000).unwrap();
+        let mixed = ledger.plan(&mut rng, MIXED, 1_000, 0).unwrap();
         let duplicates = mixed.iter().filter(|p| p.duplicate).count();
         assert!((200..400).contains(&duplicates), "{duplicates}");
         let bodies: Vec<serde_json::Value> = mixed
@@ -210,7 +212,7 @@ mod tests {
     fn only_new_accepted_events_count_towards_the_sums() {
         let mut ledger = ledger();
         let mut rng = Rng::new(1);
-        let planned = ledger.plan(&mut rng, NEW, 5).unwrap();
+        let planned = ledger.plan(&mut rng, NEW, 5, 0).unwrap();
         for p in &planned {
             ledger.accept(p);
             let mut again = p.clone();

@@ -2,10 +2,14 @@
 //! each commit waits for its fsync (`synchronous=FULL`): one delivery per
 //! transaction caps a file at a few thousand deliveries per second whatever
 //! the CPU. Here deliveries queue for one writer task, which takes every
-//! delivery waiting (up to [`GROUP_MAX`]), runs each inside its own
-//! savepoint in one transaction, commits once, and only then answers each
-//! with its own outcome. A delivery that fails rolls back its savepoint
-//! only; if the commit fails, no delivery of the group is answered 200.
+//! delivery waiting (up to [`GROUP_MAX`]), runs them one after another in
+//! one transaction, commits once, and only then answers each with its own
+//! outcome. If any delivery fails (a database error; a refused event is an
+//! outcome, not an error), or the commit does, the group is rolled back
+//! whole and each of its deliveries runs again alone, in a transaction of
+//! its own, so that one failing delivery fails alone. (Savepoints would
+//! avoid the re-run, at two statements more per delivery on the path that
+//! never fails; each statement costs a handoff to sqlx's SQLite thread.)
 //!
 //! Why it is safe: every delivery's statements are exactly those it would
 //! run alone, in arrival order, each seeing the ones before it (a
@@ -118,7 +122,13 @@ async fn ingest_direct(
     if let Some(outcome) = redelivery::counted(store, recent, source, events, raw).await? {
         return Ok(vec![outcome]);
     }
-    let outcomes = ingest(store, source, events, raw).await?;
+    let outcomes = match ingest(store, source, events, raw).await {
+        // Once: the winner has committed (see the error's doc).
+        Err(error) if error.lost_first_delivery_race() => {
+            ingest(store, source, events, raw).await?
+        }
+        answer => answer?,
+    };
     for outcome in &outcomes {
         recent.remember(&source.scope, outcome.event_id.as_str());
     }
@@ -139,57 +149,62 @@ async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
 }
 
 async fn commit_group(store: Store, jobs: Vec<Job>) {
-    let mut tx = match store.begin().await {
-        Ok(tx) => tx,
-        Err(error) => return fail_all(jobs.into_iter().map(|j| j.reply), &error),
-    };
+    match run_together(&store, &jobs).await {
+        Ok(answers) => {
+            for (job, outcomes) in jobs.into_iter().zip(answers) {
+                // A requester that went away learns nothing; its redelivery
+                // will.
+                let _ = job.reply.send(Ok(outcomes));
+            }
+        }
+        // A delivery or the commit failed, and nothing of the group was
+        // kept: each delivery runs again alone and gets its own answer.
+        Err(_) if jobs.len() > 1 => {
+            for job in jobs {
+                let answer = run_together(&store, std::slice::from_ref(&job)).await;
+                let _ = job
+                    .reply
+                    .send(answer.map(|mut one| one.pop().unwrap_or_default()));
+            }
+        }
+        Err(error) => {
+            if let Some(job) = jobs.into_iter().next() {
+                let _ = job.reply.send(Err(error));
+            }
+        }
+    }
+}
+
+/// Runs every delivery of `jobs` in one transaction and commits it: the
+/// outcomes of each, or the first error, and then nothing was kept.
+async fn run_together(store: &Store, jobs: &[Job]) -> Result<Vec<Vec<Outcome>>, StoreError> {
+    let mut tx = store.begin().await?;
+    match run_all(&mut tx, jobs).await {
+        Ok(answers) => {
+            tx.commit().await?;
+            Ok(answers)
+        }
+        Err(error) => {
+            // Explicit, so the write lock is free before the next turn.
+            let _ = tx.rollback().await;
+            Err(error)
+        }
+    }
+}
+
+async fn run_all(tx: &mut WriteTx, jobs: &[Job]) -> Result<Vec<Vec<Outcome>>, StoreError> {
     let mut answers = Vec::with_capacity(jobs.len());
     for job in jobs {
-        match run_one(&mut tx, &job).await {
-            Ok(answer) => answers.push((job.reply, answer)),
-            // The transaction is in an unknown state: nothing commits.
-            Err(error) => {
-                let replies = answers.into_iter().map(|(reply, _)| reply);
-                return fail_all(replies.chain([job.reply]), &error);
-            }
+        let raw = RawDelivery {
+            payload: &job.payload,
+            payload_sha256: &job.payload_sha256,
+            received_at: job.received_at,
+        };
+        let mut outcomes = Vec::with_capacity(job.events.len());
+        for event in &job.events {
+            outcomes.push(run(tx, &job.source, event, &raw).await?);
         }
+        answers.push(outcomes);
     }
-    if let Err(error) = tx.commit().await {
-        return fail_all(answers.into_iter().map(|(reply, _)| reply), &error);
-    }
-    for (reply, answer) in answers {
-        // A requester that went away learns nothing; its redelivery will.
-        let _ = reply.send(answer);
-    }
-}
-
-/// One delivery inside its savepoint: its own answer (outcomes, or the
-/// error that rolled it back), or an error of the savepoint statements
-/// themselves, which ends the group.
-async fn run_one(tx: &mut WriteTx, job: &Job) -> Result<Answer, StoreError> {
-    let raw = RawDelivery {
-        payload: &job.payload,
-        payload_sha256: &job.payload_sha256,
-        received_at: job.received_at,
-    };
-    tx.savepoint().await?;
-    let mut outcomes = Vec::with_capacity(job.events.len());
-    for event in &job.events {
-        match run(tx, &job.source, event, &raw).await {
-            Ok(outcome) => outcomes.push(outcome),
-            Err(error) => {
-                tx.rollback_to_savepoint().await?;
-                return Ok(Err(error));
-            }
-        }
-    }
-    tx.release_savepoint().await?;
-    Ok(Ok(outcomes))
-}
-
-/// Answers every delivery of a group that did not commit with the error.
-fn fail_all(replies: impl Iterator<Item = oneshot::Sender<Answer>>, error: &StoreError) {
-    for reply in replies {
-        let _ = reply.send(Err(error.shared()));
-    }
+    Ok(answers)
 }

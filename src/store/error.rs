@@ -26,16 +26,21 @@ impl StoreError {
         matches!(self, StoreError::Unavailable(_))
     }
 
-    /// The same failure for another requester (a group commit answers
-    /// every delivery of a failed group): as transient as this one, with
-    /// its text.
-    pub fn shared(&self) -> StoreError {
-        let copy = sqlx::Error::Protocol(self.to_string());
-        if self.is_transient() {
-            StoreError::Unavailable(copy)
-        } else {
-            StoreError::Database(copy)
-        }
+    /// PostgreSQL: this delivery lost a race with a concurrent first
+    /// delivery of the same event. The intent insert's `on conflict`
+    /// handles conflicts on its arbiter, the (scope, event_id) key, only;
+    /// PostgreSQL checks the older (source, event_id) key first, and when
+    /// both inserts passed the arbiter's pre-check at once, the second one
+    /// waits there for the first and then fails with a unique violation
+    /// (had the first rolled back, it would have gone on). So the other
+    /// delivery has committed; this transaction wrote nothing and, run
+    /// again, finds the row and counts a duplicate.
+    pub fn lost_first_delivery_race(&self) -> bool {
+        let StoreError::Database(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        db.code().as_deref() == Some("23505")
+            && db.constraint() == Some("intents_source_event_id_key")
     }
 }
 

@@ -58,7 +58,6 @@ mod balances;
 mod ordering;
 mod payments;
 mod redelivery;
-mod savepoint;
 mod scope;
 
 pub use audit::NewAudit;

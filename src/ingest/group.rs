@@ -4,12 +4,13 @@
 //! the CPU. Here deliveries queue for one writer task, which takes every
 //! delivery waiting (up to [`GROUP_MAX`]), runs them one after another in
 //! one transaction, commits once, and only then answers each with its own
-//! outcome. If any delivery fails (a database error; a refused event is an
-//! outcome, not an error), or the commit does, the group is rolled back
-//! whole and each of its deliveries runs again alone, in a transaction of
-//! its own, so that one failing delivery fails alone. (Savepoints would
-//! avoid the re-run, at two statements more per delivery on the path that
-//! never fails; each statement costs a handoff to sqlx's SQLite thread.)
+//! outcome. A delivery whose statement fails (a database error; a refused
+//! event is an outcome, not an error) rolls the group back, is answered
+//! with its error, and the others run again together without it; what
+//! else can fail, and whom it fails, is in [`super::writer`]. (Savepoints
+//! would avoid the re-run, at two statements more per delivery on the path
+//! that never fails; each statement costs a handoff to sqlx's SQLite
+//! thread.)
 //!
 //! Why it is safe: every delivery's statements are exactly those it would
 //! run alone, in arrival order, each seeing the ones before it (a
@@ -29,10 +30,10 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::redelivery::{self, Recent};
-use super::{Outcome, RawDelivery, ingest, run};
+use super::{Outcome, RawDelivery, ingest, writer};
 use crate::domain::NormalisedEvent;
 use crate::source::Source;
-use crate::store::{Store, StoreError, WriteTx};
+use crate::store::{Store, StoreError};
 
 /// Deliveries committed together at most; bounds one transaction's work
 /// (and so how long an operator action may wait for its turn).
@@ -42,17 +43,23 @@ pub const GROUP_MAX: usize = 128;
 /// queue (its deadline still applies).
 const QUEUE: usize = 1024;
 
-type Answer = Result<Vec<Outcome>, StoreError>;
+pub(super) type Answer = Result<Vec<Outcome>, StoreError>;
 
-/// One delivery for the writer, owned.
+/// One delivery for the writer: what it stores, owned, and where its
+/// answer goes.
 #[derive(Debug)]
 pub struct Job {
-    source: Arc<Source>,
-    events: Vec<NormalisedEvent>,
-    payload: Vec<u8>,
-    payload_sha256: String,
-    received_at: DateTime<Utc>,
+    work: Work,
     reply: oneshot::Sender<Answer>,
+}
+
+#[derive(Debug)]
+pub(super) struct Work {
+    pub source: Arc<Source>,
+    pub events: Vec<NormalisedEvent>,
+    pub payload: Vec<u8>,
+    pub payload_sha256: String,
+    pub received_at: DateTime<Utc>,
 }
 
 /// Where deliveries are stored: directly, one transaction each, or through
@@ -65,6 +72,12 @@ pub enum Ingestor {
     Grouped(mpsc::Sender<Job>),
 }
 
+impl Job {
+    pub(super) fn into_parts(self) -> (Work, oneshot::Sender<Answer>) {
+        (self.work, self.reply)
+    }
+}
+
 impl Ingestor {
     /// For SQLite, starts the writer task (it ends when every clone of the
     /// returned ingestor is dropped).
@@ -72,7 +85,7 @@ impl Ingestor {
         match store {
             Store::Sqlite(..) => {
                 let (jobs, queue) = mpsc::channel(QUEUE);
-                tokio::spawn(write_groups(store.clone(), queue));
+                tokio::spawn(writer::write_groups(store.clone(), queue));
                 Ingestor::Grouped(jobs)
             }
             Store::Postgres(_) => Ingestor::Direct(store.clone(), Arc::default()),
@@ -94,19 +107,18 @@ impl Ingestor {
             Ingestor::Grouped(jobs) => jobs,
         };
         let (reply, answer) = oneshot::channel();
-        let job = Job {
+        let work = Work {
             source: source.clone(),
             events: events.to_vec(),
             payload: raw.payload.to_vec(),
             payload_sha256: raw.payload_sha256.to_owned(),
             received_at: raw.received_at,
-            reply,
         };
-        let gone = || StoreError::Unavailable(sqlx::Error::PoolClosed);
-        jobs.send(job).await.map_err(|_| gone())?;
-        // Dropped unanswered only if the group's task panicked: nothing of
-        // it was committed.
-        answer.await.map_err(|_| gone())?
+        jobs.send(Job { work, reply })
+            .await
+            .map_err(|_| writer::gone())?;
+        // Dropped unanswered only if the writer is gone.
+        answer.await.map_err(|_| writer::gone())?
     }
 }
 
@@ -133,78 +145,4 @@ async fn ingest_direct(
         recent.remember(&source.scope, outcome.event_id.as_str());
     }
     Ok(outcomes)
-}
-
-/// The writer: one group at a time, each in a task of its own so that a
-/// panic fails that group's deliveries (unanswered: 503) and not the
-/// writer.
-async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
-    let mut group = Vec::with_capacity(GROUP_MAX);
-    while queue.recv_many(&mut group, GROUP_MAX).await > 0 {
-        let jobs = std::mem::take(&mut group);
-        if let Err(panic) = tokio::spawn(commit_group(store.clone(), jobs)).await {
-            tracing::error!("a group commit failed unexpectedly: {panic}");
-        }
-    }
-}
-
-async fn commit_group(store: Store, jobs: Vec<Job>) {
-    match run_together(&store, &jobs).await {
-        Ok(answers) => {
-            for (job, outcomes) in jobs.into_iter().zip(answers) {
-                // A requester that went away learns nothing; its redelivery
-                // will.
-                let _ = job.reply.send(Ok(outcomes));
-            }
-        }
-        // A delivery or the commit failed, and nothing of the group was
-        // kept: each delivery runs again alone and gets its own answer.
-        Err(_) if jobs.len() > 1 => {
-            for job in jobs {
-                let answer = run_together(&store, std::slice::from_ref(&job)).await;
-                let _ = job
-                    .reply
-                    .send(answer.map(|mut one| one.pop().unwrap_or_default()));
-            }
-        }
-        Err(error) => {
-            if let Some(job) = jobs.into_iter().next() {
-                let _ = job.reply.send(Err(error));
-            }
-        }
-    }
-}
-
-/// Runs every delivery of `jobs` in one transaction and commits it: the
-/// outcomes of each, or the first error, and then nothing was kept.
-async fn run_together(store: &Store, jobs: &[Job]) -> Result<Vec<Vec<Outcome>>, StoreError> {
-    let mut tx = store.begin().await?;
-    match run_all(&mut tx, jobs).await {
-        Ok(answers) => {
-            tx.commit().await?;
-            Ok(answers)
-        }
-        Err(error) => {
-            // Explicit, so the write lock is free before the next turn.
-            let _ = tx.rollback().await;
-            Err(error)
-        }
-    }
-}
-
-async fn run_all(tx: &mut WriteTx, jobs: &[Job]) -> Result<Vec<Vec<Outcome>>, StoreError> {
-    let mut answers = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let raw = RawDelivery {
-            payload: &job.payload,
-            payload_sha256: &job.payload_sha256,
-            received_at: job.received_at,
-        };
-        let mut outcomes = Vec::with_capacity(job.events.len());
-        for event in &job.events {
-            outcomes.push(run(tx, &job.source, event, &raw).await?);
-        }
-        answers.push(outcomes);
-    }
-    Ok(answers)
 }

@@ -36,6 +36,7 @@ mod redelivery;
 pub(crate) mod release;
 mod reverse;
 pub(crate) mod settle;
+mod writer;
 
 use chrono::{DateTime, Utc};
 

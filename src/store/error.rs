@@ -26,6 +26,18 @@ impl StoreError {
         matches!(self, StoreError::Unavailable(_))
     }
 
+    /// The same failure for another requester (a group commit answers
+    /// every delivery of a group that could not commit): as transient as
+    /// this one, with its text.
+    pub fn shared(&self) -> StoreError {
+        let copy = sqlx::Error::Protocol(self.to_string());
+        if self.is_transient() {
+            StoreError::Unavailable(copy)
+        } else {
+            StoreError::Database(copy)
+        }
+    }
+
     /// PostgreSQL: this delivery lost a race with a concurrent first
     /// delivery of the same event. The intent insert's `on conflict`
     /// handles conflicts on its arbiter, the (scope, event_id) key, only;
@@ -34,7 +46,10 @@ impl StoreError {
     /// waits there for the first and then fails with a unique violation
     /// (had the first rolled back, it would have gone on). So the other
     /// delivery has committed; this transaction wrote nothing and, run
-    /// again, finds the row and counts a duplicate.
+    /// again, finds the row and counts a duplicate. (The same violation is
+    /// permanent if two instances give one source different scopes, as in
+    /// a rolling deploy that changes `scope`: the one retry then fails the
+    /// same way and is answered 500, with nothing written.)
     pub fn lost_first_delivery_race(&self) -> bool {
         let StoreError::Database(sqlx::Error::Database(db)) = self else {
             return false;

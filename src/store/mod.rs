@@ -103,7 +103,14 @@ impl Store {
             let timeout_ms = settings.statement_timeout.as_millis().to_string();
             let options = PgConnectOptions::from_str(url)
                 .map_err(connect_error)?
-                .options([("statement_timeout", timeout_ms.as_str())]);
+                // READ COMMITTED for the statements that run outside
+                // `begin` too (a redelivery's one-statement count): a
+                // server default of REPEATABLE READ would turn two at once
+                // into a 40001 error.
+                .options([
+                    ("statement_timeout", timeout_ms.as_str()),
+                    ("default_transaction_isolation", "read committed"),
+                ]);
             open::try_postgres(&options, settings.acquire_timeout).await?;
             // No ping before each acquire: it costs a round trip per delivery,
             // and sqlx already pings every connection when it is released, so

@@ -8,7 +8,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, on_pool};
+use super::write::on_tx;
+use super::{Store, StoreError, WriteTx};
 
 /// One batch, one statement: the rows are chosen and emptied together, so a
 /// concurrent status change (an operator's action) either happens before
@@ -32,13 +33,19 @@ impl Store {
         batch: i64,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        Ok(on_pool!(self, pool => sqlx::query(PURGE_BATCH)
+        // A write transaction, so that on SQLite the purge takes its turn
+        // with the deliveries instead of meeting their write lock in the
+        // busy handler.
+        let mut tx = self.begin().await?;
+        let purged = on_tx!(&mut tx, conn => sqlx::query(PURGE_BATCH)
             .bind(Vec::<u8>::new())
             .bind(now)
             .bind(cutoff)
             .bind(batch)
-            .execute(pool)
+            .execute(conn)
             .await
-            .map(|done| done.rows_affected()))?)
+            .map(|done| done.rows_affected()))?;
+        tx.commit().await?;
+        Ok(purged)
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use reqwest::StatusCode;
 
-use crate::helpers::{Backend, TestApp, credit};
+use crate::helpers::{Backend, Options, TestApp, credit};
 
 /// A trigger that fails the insert of event `poison`, so that its delivery
 /// errors half-way through its statements.
@@ -92,4 +92,48 @@ async fn one_failing_delivery_leaves_the_rest_of_its_group_committed(backend: Ba
     app.assert_invariants().await;
 }
 
-crate::both_backends!(one_failing_delivery_leaves_the_rest_of_its_group_committed);
+/// SQLite: a group that cannot get the write turn within the busy timeout
+/// (another writer holds it) is answered 503 at once, every delivery of
+/// it: none is re-run alone to wait out the same timeout again. Once the
+/// turn is free, the redeliveries apply once. PostgreSQL has no turn: the
+/// same deliveries apply while the other transaction is open.
+async fn a_group_that_cannot_get_its_turn_is_refused_whole(backend: Backend) {
+    let postgres = matches!(backend, Backend::Postgres(_));
+    let options = Options {
+        database: "busy_timeout_ms = 300",
+        ..Options::default()
+    };
+    let app = TestApp::spawn_with(backend, options).await;
+    let samples: Vec<_> = (0..6)
+        .map(|n| credit(&format!("turn_{n}"), "acct_t", 10 + n))
+        .collect();
+    let held = app.store().begin().await.unwrap();
+    let sends = join_all(samples.iter().map(|sample| async {
+        let answer = app.send(sample).await;
+        answer.status()
+    }));
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        held.rollback().await.unwrap();
+    };
+    let (statuses, ()) = tokio::join!(sends, release);
+    let expected = if postgres {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    assert!(statuses.iter().all(|s| *s == expected), "{statuses:?}");
+    for sample in &samples {
+        let answer = app.send_ok(sample).await;
+        assert_eq!(answer["status"], "applied");
+        assert_eq!(answer["duplicate"], postgres, "{answer}");
+    }
+    let total: i64 = samples.iter().map(|s| s.amount_minor).sum();
+    assert_eq!(app.balance("acct_t", "USD").await, total);
+    app.assert_invariants().await;
+}
+
+crate::both_backends!(
+    one_failing_delivery_leaves_the_rest_of_its_group_committed,
+    a_group_that_cannot_get_its_turn_is_refused_whole,
+);

@@ -53,6 +53,8 @@ macro_rules! on_tx {
     };
 }
 
+pub(super) use on_tx;
+
 mod audit;
 mod balances;
 mod ordering;

@@ -1,0 +1,156 @@
+//! SQLite's group-committing writer (see [`super::group`]): one group at a
+//! time, each run in a task of its own.
+//!
+//! Failures, and who they fail:
+//! - a delivery's own error that is not transient (a constraint, a bug):
+//!   that delivery is answered with it, and the others run again together
+//!   without it;
+//! - a transient error (the write turn or the pool timed out, SQLite busy
+//!   because of another process, an I/O error at commit): every delivery
+//!   of the group is answered 503 at once, never re-run one by one (each
+//!   would wait out the same timeout again while the queue behind waits);
+//! - a panic: the answers stay with the writer, so each delivery then runs
+//!   alone, and only one that panics again goes unanswered (503).
+//!
+//! A delivery whose requester has gone (its deadline passed while it
+//! queued) is not run: nothing of it was written, and its provider retries.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::group::{Answer, GROUP_MAX, Job, Work};
+use super::{Outcome, RawDelivery, run};
+use crate::store::{Store, StoreError, WriteTx};
+
+pub(super) fn gone() -> StoreError {
+    StoreError::Unavailable(sqlx::Error::PoolClosed)
+}
+
+pub(super) async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
+    let mut group = Vec::with_capacity(GROUP_MAX);
+    while queue.recv_many(&mut group, GROUP_MAX).await > 0 {
+        let (works, replies): (Vec<Work>, Vec<_>) = group
+            .drain(..)
+            .map(Job::into_parts)
+            .filter(|(_, reply)| !reply.is_closed())
+            .unzip();
+        if works.is_empty() {
+            continue;
+        }
+        let works = Arc::new(works);
+        let answers = match tokio::spawn(commit_group(store.clone(), works.clone())).await {
+            Ok(answers) => answers,
+            Err(panic) => {
+                tracing::error!("a group commit panicked, running its deliveries alone: {panic}");
+                let mut answers = Vec::with_capacity(works.len());
+                for index in 0..works.len() {
+                    let alone = tokio::spawn(commit_one(store.clone(), works.clone(), index));
+                    answers.push(alone.await.unwrap_or_else(|_| Err(gone())));
+                }
+                answers
+            }
+        };
+        for (reply, answer) in replies.into_iter().zip(answers) {
+            // A requester that went away meanwhile learns nothing; its
+            // redelivery will (a duplicate if this committed).
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+/// Why a group did not commit: the position (in the group as run) of the
+/// delivery whose statement failed, if it was one.
+struct Failed {
+    at: Option<usize>,
+    error: StoreError,
+}
+
+/// Commits as many of `works` as can be, together: an answer for each, in
+/// order.
+async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
+    let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
+    let mut pending: Vec<usize> = (0..works.len()).collect();
+    while !pending.is_empty() {
+        match run_together(&store, &works, &pending).await {
+            Ok(outcomes) => {
+                for (&index, outcomes) in pending.iter().zip(outcomes) {
+                    answers[index] = Some(Ok(outcomes));
+                }
+                break;
+            }
+            Err(Failed {
+                at: Some(position),
+                error,
+            }) if !error.is_transient() => {
+                answers[pending.remove(position)] = Some(Err(error));
+            }
+            Err(Failed { error, .. }) => {
+                for &index in &pending {
+                    answers[index] = Some(Err(error.shared()));
+                }
+                break;
+            }
+        }
+    }
+    answers
+        .into_iter()
+        .map(|answer| answer.unwrap_or_else(|| Err(gone())))
+        .collect()
+}
+
+async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
+    match run_together(&store, &works, &[index]).await {
+        Ok(mut outcomes) => Ok(outcomes.pop().unwrap_or_default()),
+        Err(failed) => Err(failed.error),
+    }
+}
+
+/// Runs the deliveries `pending` (indexes into `works`) in one transaction
+/// and commits it: the outcomes of each, or why not, and then nothing was
+/// kept.
+async fn run_together(
+    store: &Store,
+    works: &[Work],
+    pending: &[usize],
+) -> Result<Vec<Vec<Outcome>>, Failed> {
+    let whole = |error| Failed { at: None, error };
+    let mut tx = store.begin().await.map_err(whole)?;
+    match run_all(&mut tx, works, pending).await {
+        Ok(outcomes) => {
+            tx.commit().await.map_err(whole)?;
+            Ok(outcomes)
+        }
+        Err(failed) => {
+            // Explicit, so the write lock is free before the next turn.
+            let _ = tx.rollback().await;
+            Err(failed)
+        }
+    }
+}
+
+async fn run_all(
+    tx: &mut WriteTx,
+    works: &[Work],
+    pending: &[usize],
+) -> Result<Vec<Vec<Outcome>>, Failed> {
+    let mut answers = Vec::with_capacity(pending.len());
+    for (position, &index) in pending.iter().enumerate() {
+        let work = &works[index];
+        let raw = RawDelivery {
+            payload: &work.payload,
+            payload_sha256: &work.payload_sha256,
+            received_at: work.received_at,
+        };
+        let mut outcomes = Vec::with_capacity(work.events.len());
+        for event in &work.events {
+            let outcome = run(tx, &work.source, event, &raw).await;
+            outcomes.push(outcome.map_err(|error| Failed {
+                at: Some(position),
+                error,
+            })?);
+        }
+        answers.push(outcomes);
+    }
+    Ok(answers)
+}

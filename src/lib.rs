@@ -16,6 +16,7 @@ pub mod operator;
 pub mod providers;
 pub mod receive;
 pub mod retention;
+pub mod rng;
 pub mod secret;
 pub mod session;
 pub mod source;

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use hookledger::cli::signed_sample;
 use hookledger::providers::Sample;
+use hookledger::rng::SplitMix64 as Rng;
 use hookledger::secret::Secret;
 use hookledger::store::{EventFilter, PoolSettings, Store};
 
@@ -39,23 +40,6 @@ fn setting(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[derive(Debug, Clone)]
 struct Event {
     id: String,
@@ -67,7 +51,7 @@ struct Event {
 
 /// The events, and the order they are sent in (ids, duplicates repeated).
 fn plan(seed: u64, events: u64) -> (Vec<Event>, Vec<usize>) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let accounts = (events / 30).max(4);
     let mut all = Vec::new();
     let mut next_sequence: HashMap<u64, i64> = HashMap::new();
@@ -240,7 +224,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
             );
             tokio::spawn(async move {
                 let client = reqwest::Client::new();
-                let mut rng = Rng(seed ^ (n + 1));
+                let mut rng = Rng::new(seed ^ (n + 1));
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(&e) = sends.get(i) else { break };
@@ -249,7 +233,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
             })
         })
         .collect();
-    let mut rng = Rng(seed.rotate_left(7));
+    let mut rng = Rng::new(seed.rotate_left(7));
     for kill in 0..kills {
         // Somewhere in the middle of the sending.
         let target = sends.len() * (kill as usize + 1) / (kills as usize + 1);

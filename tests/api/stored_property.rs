@@ -8,32 +8,12 @@
 //! replays it, `HOOKLEDGER_PROPERTY_CASES=<n>` runs more cases (default 150).
 
 use hookledger::cli::{SignedRequest, sign_body};
+use hookledger::rng::SplitMix64 as Rng;
 use hookledger::secret::Secret;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{Backend, DEMO_SECRET, STRIPE_SECRET, TestApp, now};
-
-/// splitmix64: small, seedable, and enough to spread cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// A hostile or merely surprising JSON value.
 fn arbitrary(rng: &mut Rng, depth: u32) -> Value {
@@ -76,13 +56,13 @@ fn arbitrary(rng: &mut Rng, depth: u32) -> Value {
             let len = rng.below(40);
             Value::String(
                 (0..len)
-                    .map(|_| char::from_u32(rng.next() as u32 % 0x3_0000).unwrap_or('\u{fffd}'))
+                    .map(|_| char::from_u32(rng.next_u64() as u32 % 0x3_0000).unwrap_or('\u{fffd}'))
                     .collect(),
             )
         }
         3 => json!([arbitrary(rng, depth + 1)]),
         4 => json!({ "id": arbitrary(rng, depth + 1) }),
-        _ => json!(rng.next() as i64),
+        _ => json!(rng.next_u64() as i64),
     }
 }
 
@@ -174,8 +154,8 @@ fn case(rng: &mut Rng, templates: &[Template], n: usize) -> (&'static str, Signe
     }
     let mut bytes = serde_json::to_vec(&body).unwrap();
     if rng.below(10) == 0 {
-        let at = rng.below(bytes.len());
-        bytes[at] = rng.next() as u8;
+        let at = rng.index(bytes.len());
+        bytes[at] = rng.next_u64() as u8;
     }
     let (kind, secret) = match template.source {
         "stripe" => ("stripe", STRIPE_SECRET),
@@ -237,7 +217,7 @@ async fn arbitrary_values_in_mapped_fields_are_stored_alike_on_both_backends() {
         None => None,
     };
     let templates = templates();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     for n in 0..cases {
         let (source, request) = case(&mut rng, &templates, n);
         let on_sqlite = decide(&sqlite, source, &request, seed).await;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::cli::sign::{SignedRequest, signed_sample};
 use crate::providers::Sample;
+pub use crate::rng::SplitMix64 as Rng;
 use crate::secret::Secret;
 
 /// One pre-signed delivery and what it should do.
@@ -39,28 +40,6 @@ pub const MIXED: Profile = Profile {
     duplicates: 30,
     late: 20,
 };
-
-/// A small deterministic generator (splitmix64): plans are reproducible
-/// from the run's seed.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// The run's accounts, their sequence counters and what was accepted.
 pub struct Ledger {

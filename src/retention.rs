@@ -14,14 +14,15 @@ use tokio::task::JoinHandle;
 
 use crate::config::Retention;
 use crate::context::Context;
+use crate::store::Store;
 
 const BATCH: i64 = 500;
 const BATCHES_PER_RUN: u32 = 20;
 const PAUSE: Duration = Duration::from_millis(50);
 
-/// `None` when payloads are kept forever.
+/// `None` when payloads and delivered outbox rows are kept forever.
 pub fn spawn(context: Arc<Context>, retention: Retention) -> Option<JoinHandle<()>> {
-    if retention.payload_days == 0 {
+    if retention.payload_days == 0 && retention.outbox_days == 0 {
         return None;
     }
     Some(tokio::spawn(async move {
@@ -30,13 +31,49 @@ pub fn spawn(context: Arc<Context>, retention: Retention) -> Option<JoinHandle<(
             if purged > 0 {
                 tracing::info!(purged, "retention: emptied payloads of done events");
             }
+            let deleted = purge_outbox(&context.store, retention.outbox_days).await;
+            if deleted > 0 {
+                tracing::info!(deleted, "retention: deleted delivered outbox rows");
+            }
             tokio::time::sleep(retention.purge_interval).await;
         }
     }))
 }
 
+/// Deletes outbox rows delivered more than `days` ago (never a pending
+/// or dead one); how many. Also run by `hookledger relay`.
+pub async fn purge_outbox(store: &Store, days: u32) -> u64 {
+    if days == 0 {
+        return 0;
+    }
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+    let mut deleted = 0;
+    for _ in 0..BATCHES_PER_RUN {
+        match store
+            .purge_delivered(cutoff.timestamp_millis(), BATCH)
+            .await
+        {
+            Ok(n) => {
+                deleted += n;
+                if n < BATCH as u64 {
+                    break;
+                }
+            }
+            Err(error) => {
+                tracing::warn!("retention: outbox purge failed, retried next run: {error}");
+                break;
+            }
+        }
+        tokio::time::sleep(PAUSE).await;
+    }
+    deleted
+}
+
 /// One run: how many payloads it emptied.
 async fn run(context: &Context, retention: Retention) -> u64 {
+    if retention.payload_days == 0 {
+        return 0;
+    }
     let now = context.clock.now();
     let cutoff = now - chrono::Duration::days(i64::from(retention.payload_days));
     let mut purged = 0;

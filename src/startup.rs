@@ -51,6 +51,7 @@ pub struct Application {
     drain: JoinHandle<()>,
     summaries: JoinHandle<()>,
     retention: Option<JoinHandle<()>>,
+    relays: crate::outbox::Relays,
     context: Data<Context>,
 }
 
@@ -64,7 +65,9 @@ pub async fn connect_store(config: &Config) -> Result<Store, StoreError> {
         std::fs::create_dir_all(&folder)
             .map_err(|e| StoreError::Connect(format!("cannot create {}: {e}", folder.display())))?;
     }
-    Store::connect(&config.database_url, &config.database).await
+    let store = Store::connect(&config.database_url, &config.database).await?;
+    // Every process that may post writes the messages for every destination.
+    Ok(store.with_routes(crate::config::routes(&config.destinations)))
 }
 
 /// The file of an `sqlite:` database URL, as sqlx reads it.
@@ -129,6 +132,11 @@ impl Application {
         let summaries =
             spawn_log_summaries(context.clone().into_inner(), config.limits.log_summary);
         let retention = crate::retention::spawn(context.clone().into_inner(), config.retention);
+        let relays = if config.run_relays {
+            crate::outbox::Relays::spawn(&store, &config.destinations, config.shutdown_timeout)
+        } else {
+            crate::outbox::Relays::spawn(&store, &[], config.shutdown_timeout)
+        };
         let summary_context = context.clone();
         let limits = config.limits.clone();
         let gate = ConnectionGate::new(&limits);
@@ -175,6 +183,7 @@ impl Application {
             drain,
             summaries,
             retention,
+            relays,
             context: summary_context,
         })
     }
@@ -234,6 +243,9 @@ impl Application {
         if let Some(retention) = &self.retention {
             retention.abort();
         }
+        // Sends in flight finish, or hand their leases back; nothing is
+        // marked delivered that was not acknowledged.
+        self.relays.stop().await;
         // What the last window did not log is still said.
         for overflow in self.context.log_budget.roll() {
             tracing::warn!("{}", overflow.describe("window before shutdown"));
@@ -370,7 +382,7 @@ async fn not_found() -> HttpResponse {
 
 /// The first of SIGTERM and SIGINT, by name; `None` if neither can be
 /// listened for (the server then runs until killed).
-async fn shutdown_signal() -> Option<&'static str> {
+pub async fn shutdown_signal() -> Option<&'static str> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).ok()?;
     let mut interrupt = signal(SignalKind::interrupt()).ok()?;

@@ -1,10 +1,11 @@
-//! The command line: `serve` (the default), `init`, `check-config`,
-//! `migrate`, `check`, `backup`, `send`, `bench`.
+//! The command line: `serve` (the default), `relay`, `outbox replay`,
+//! `init`, `check-config`, `migrate`, `check`, `backup`, `send`, `bench`.
 
 mod banner;
 mod bench;
 mod check_config;
 mod init;
+mod outbox;
 mod send;
 mod sign;
 
@@ -38,8 +39,21 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the webhook receiver and admin (the default).
-    Serve,
+    /// Run the webhook receiver and admin (the default), and the outbox
+    /// relays.
+    Serve {
+        /// Leave the outbox relays to `hookledger relay` processes.
+        #[arg(long)]
+        no_relay: bool,
+    },
+    /// Run only the outbox relays: deliver the messages every instance
+    /// writes to the configured destinations.
+    Relay,
+    /// Outbox maintenance.
+    Outbox {
+        #[command(subcommand)]
+        command: outbox::OutboxCommand,
+    },
     /// Apply database migrations and exit.
     Migrate,
     /// Check the ledger invariants (as /admin/api/check does), print them as
@@ -88,8 +102,16 @@ impl From<config::ConfigError> for CliError {
 }
 
 pub async fn run(cli: Cli) -> Result<(), CliError> {
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(load(&cli.config)?).await,
+    match cli.command.unwrap_or(Command::Serve { no_relay: false }) {
+        Command::Serve { no_relay } => {
+            let mut config = load(&cli.config)?;
+            config.run_relays = !no_relay;
+            serve(config).await
+        }
+        Command::Relay => outbox::relay(load(&cli.config)?).await,
+        Command::Outbox {
+            command: outbox::OutboxCommand::Replay(args),
+        } => outbox::replay(load(&cli.config)?, args).await,
         Command::Migrate => {
             let config = load(&cli.config)?;
             let store = connect_store(&config).await.map_err(StartupError::from)?;

@@ -1,6 +1,7 @@
 //! Configuration: TOML file + environment -> a validated [`Config`]. Every
 //! error names the offending key, so a bad deployment fails with one line.
 
+mod destinations;
 mod env;
 mod error;
 mod generated;
@@ -17,6 +18,7 @@ mod sources;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use destinations::{Destination, Target, routes, stream_subject};
 pub use env::{Env, process_env};
 pub use error::ConfigError;
 use error::{Problems, in_range, without_strings};
@@ -61,6 +63,11 @@ pub struct Config {
     pub database: PoolSettings,
     pub admin: AdminSettings,
     pub sources: Vec<Source>,
+    /// Where the outbox sends (README "Telling your other systems").
+    pub destinations: Vec<Destination>,
+    /// `serve` runs the destinations' relays (false: `serve --no-relay`,
+    /// with `hookledger relay` run on its own).
+    pub run_relays: bool,
     /// Secrets hookledger generated and keeps in `data_dir` itself (admin
     /// token, demo secret), shown at start-up to the person running it.
     /// Configured secrets are never listed here.
@@ -76,6 +83,9 @@ pub struct Retention {
     /// Payloads of done events last received longer ago are emptied; 0
     /// keeps them forever.
     pub payload_days: u32,
+    /// Delivered outbox rows older than this are deleted; 0 keeps them.
+    /// Dead letters are never deleted.
+    pub outbox_days: u32,
     /// How often the purge runs.
     pub purge_interval: Duration,
 }
@@ -200,6 +210,13 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             0..=36_500,
         ))
         .unwrap_or(0);
+    let outbox_days = problems
+        .take(in_range(
+            "retention.outbox_days",
+            raw.retention.outbox_days.unwrap_or(7),
+            0..=36_500,
+        ))
+        .unwrap_or(0);
     let purge_interval_secs = problems
         .take(in_range(
             "retention.purge_interval_secs",
@@ -228,6 +245,10 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         ));
     }
     let sources = problems.take(build_sources(raw.sources, env));
+    let destinations = problems.take(destinations::build_destinations(
+        std::mem::take(&mut raw.destinations),
+        env,
+    ));
     let token_origin = match (&raw.admin.token, &raw.admin.token_from) {
         (Some(_), Some(var)) => format!("environment variable {var}"),
         (Some(token), None) => origin_of(token),
@@ -251,7 +272,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
     let configured_token = configured_token.and_then(|t| problems.take(t));
     // Every problem first: a config that is going to be refused must not
     // leave a generated admin token behind.
-    let (Some(limits), Some(sources)) = (limits, sources) else {
+    let (Some(limits), Some(sources), Some(destinations)) = (limits, sources, destinations) else {
         return Err(problems.into_result().expect_err("a part failed"));
     };
     if !problems.is_empty() {
@@ -280,6 +301,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
         retention: Retention {
             payload_days: payload_days as u32,
+            outbox_days: outbox_days as u32,
             purge_interval: Duration::from_secs(purge_interval_secs),
         },
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
@@ -299,6 +321,8 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
         },
         sources,
+        destinations,
+        run_relays: true,
         self_managed,
         warnings,
     })

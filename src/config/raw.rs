@@ -25,6 +25,8 @@ pub struct RawConfig {
     pub retention: RawRetention,
     #[serde(default)]
     pub sources: Vec<RawSource>,
+    #[serde(default)]
+    pub destinations: Vec<super::destinations::RawDestination>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +53,7 @@ pub struct RawLimits {
 #[serde(deny_unknown_fields)]
 pub struct RawRetention {
     pub payload_days: Option<u64>,
+    pub outbox_days: Option<u64>,
     pub purge_interval_secs: Option<u64>,
 }
 

@@ -6,6 +6,7 @@ mod currency;
 mod event;
 mod ids;
 mod link;
+mod message;
 mod money;
 mod ordering;
 mod status;
@@ -18,6 +19,7 @@ pub use event::{
 };
 pub use ids::{AccountId, EventId, IdError, SourceName};
 pub use link::{Basis, Link, Reversal, ReversalFields, ReverseRequest, payment_ref};
+pub use message::{MessageType, Route, Routes};
 pub use money::{
     AmountError, AmountFormat, MAX_AMOUNT_MINOR, PositiveAmount, format_minor, parse_decimal,
 };

@@ -88,7 +88,7 @@ impl Ingestor {
                 tokio::spawn(writer::write_groups(store.clone(), queue));
                 Ingestor::Grouped(jobs)
             }
-            Store::Postgres(_) => Ingestor::Direct(store.clone(), Arc::default()),
+            Store::Postgres(..) => Ingestor::Direct(store.clone(), Arc::default()),
         }
     }
 

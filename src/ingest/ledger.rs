@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{NewLedgerEntry, StoreError, WriteTx};
+use crate::store::{NewLedgerEntry, PostedMessage, StoreError, WriteTx};
 
 /// A balance movement about to be posted, by ingest, a release or an operator.
 #[derive(Debug, Clone, Copy)]
@@ -19,8 +19,9 @@ pub(crate) struct LedgerPosting<'a> {
     pub operator_applied: bool,
 }
 
-/// Changes the balance and writes the ledger entry, inside the caller's
-/// transaction. Returns the balance after the posting.
+/// Changes the balance, writes the ledger entry and its `ledger.posted`
+/// message for each destination, inside the caller's transaction. Returns
+/// the balance after the posting.
 /// `credits_payment` names the payment row a whole credit pays (the
 /// ledger's unique key on it is the permanent one-credit-per-payment guard).
 pub(crate) async fn post_to_ledger(
@@ -29,7 +30,7 @@ pub(crate) async fn post_to_ledger(
     credits_payment: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    let balance_after_minor = tx
+    let (balance_after_minor, account_seq) = tx
         .upsert_balance(
             posting.account_id,
             posting.currency,
@@ -46,10 +47,25 @@ pub(crate) async fn post_to_ledger(
         currency: posting.currency,
         amount_minor: posting.amount_minor,
         balance_after_minor,
+        account_seq,
         object_id: posting.object_id,
         operator_applied: posting.operator_applied,
         created_at: now,
     })
+    .await?;
+    tx.enqueue_posting(
+        &PostedMessage {
+            intent_id: posting.intent_id,
+            account_id: posting.account_id,
+            currency: posting.currency,
+            amount_minor: posting.amount_minor,
+            balance_after_minor,
+            account_seq,
+            object_id: posting.object_id,
+            operator_applied: posting.operator_applied,
+        },
+        now,
+    )
     .await?;
     Ok(balance_after_minor)
 }

@@ -205,7 +205,7 @@ impl Posted<'_> {
         reason: &str,
         late: bool,
     ) -> Result<(), StoreError> {
-        tx.set_intent_status(self.intent_id, status, reason, late)
+        tx.set_intent_status(self.intent_id, status, reason, late, self.now)
             .await
     }
 

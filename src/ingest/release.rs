@@ -243,7 +243,7 @@ async fn settle_late(
         }
         StaleAction::Hold => {
             let reason = format!("out of order: sequence {sequence} is below {guard} ({why})");
-            tx.settle_parked(event.intent_id, Status::Stale, &reason, true)
+            tx.settle_parked(event.intent_id, Status::Stale, (&reason, true), release.now)
                 .await
         }
     }
@@ -265,7 +265,12 @@ async fn apply(
     late: bool,
 ) -> Result<Applied, StoreError> {
     if !tx
-        .settle_parked(event.intent_id, Status::Applied, reason, late)
+        .settle_parked(
+            event.intent_id,
+            Status::Applied,
+            (reason, late),
+            release.now,
+        )
         .await?
     {
         return Ok(Applied::NotWaiting);
@@ -287,7 +292,7 @@ async fn apply(
         // transaction is intact, and the event is held instead of applied.
         Err(StoreError::BalanceLimit { .. }) => {
             let reason = "the balance would leave the supported range (±2^62 minor units)";
-            tx.set_intent_status(event.intent_id, Status::Rejected, reason, late)
+            tx.set_intent_status(event.intent_id, Status::Rejected, reason, late, release.now)
                 .await?;
             Ok(Applied::OutOfRange)
         }

@@ -30,7 +30,7 @@ pub(super) async fn decide(
     let row = tx.lock_payment(&source.scope, payment, now).await?;
     let Some(account) = row.account_id.filter(|_| row.credited_minor > 0) else {
         let reason = format!("waits for payment {payment} to be credited");
-        tx.set_intent_status(intent_id, Status::Unmatched, &reason, false)
+        tx.set_intent_status(intent_id, Status::Unmatched, &reason, false, now)
             .await?;
         return Ok(Decided::status(Status::Unmatched));
     };
@@ -39,7 +39,7 @@ pub(super) async fn decide(
     {
         let reason =
             format!("names account {named}, but payment {payment} credited account {account}");
-        tx.set_intent_status(intent_id, Status::Rejected, &reason, false)
+        tx.set_intent_status(intent_id, Status::Rejected, &reason, false, now)
             .await?;
         return Ok(Decided::status(Status::Rejected));
     }
@@ -138,7 +138,8 @@ pub async fn release_unmatched(
         {
             let reason =
                 format!("names account {named}, but payment {payment} credited account {account}");
-            tx.reject_unmatched(unmatched.intent_id, &reason).await?;
+            tx.reject_unmatched(unmatched.intent_id, &reason, now)
+                .await?;
             continue;
         }
         // None: dismissed by an operator meanwhile.

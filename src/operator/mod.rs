@@ -284,7 +284,7 @@ async fn claim(
     for &from in request.action.held_statuses() {
         let to = request.action.result_status();
         if let Some(claimed) = tx
-            .claim_intent(request.source, request.event_id, from, to)
+            .claim_intent(request.source, request.event_id, (from, to), request.now)
             .await?
         {
             return Ok(Some((from, claimed)));

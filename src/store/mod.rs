@@ -8,6 +8,7 @@ mod error;
 mod gaps;
 mod guards;
 mod open;
+mod outbox;
 mod read;
 mod retention;
 mod rows;
@@ -24,6 +25,7 @@ use sqlx::{PgPool, SqlitePool};
 
 pub use check::Violation;
 pub use error::StoreError;
+pub use outbox::{Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, PostedMessage, Replay};
 pub use read::EventFilter;
 pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,
@@ -37,8 +39,8 @@ pub use write::{
 macro_rules! on_pool {
     ($store:expr, $conn:ident => $body:expr) => {
         match $store {
-            $crate::store::Store::Sqlite($conn, _) => $body,
-            $crate::store::Store::Postgres($conn) => $body,
+            $crate::store::Store::Sqlite($conn, ..) => $body,
+            $crate::store::Store::Postgres($conn, _) => $body,
         }
     };
 }
@@ -46,9 +48,10 @@ pub(crate) use on_pool;
 
 #[derive(Debug, Clone)]
 pub enum Store {
-    /// The pool (readers, and writers in turn) and the turn to write.
-    Sqlite(SqlitePool, writer::Writer),
-    Postgres(PgPool),
+    /// The pool (readers, and writers in turn), the turn to write, and
+    /// where postings are told to other systems.
+    Sqlite(SqlitePool, writer::Writer, Outbox),
+    Postgres(PgPool, Outbox),
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +101,7 @@ impl Store {
             Ok(Store::Sqlite(
                 pool,
                 writer::Writer::new(settings.busy_timeout),
+                Outbox::default(),
             ))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let timeout_ms = settings.statement_timeout.as_millis().to_string();
@@ -123,7 +127,7 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(connect_error)?;
-            Ok(Store::Postgres(pool))
+            Ok(Store::Postgres(pool, Outbox::default()))
         } else {
             Err(StoreError::Connect(
                 "database URL must start with sqlite:, postgres: or postgresql:".into(),
@@ -138,11 +142,11 @@ impl Store {
     /// database is held meanwhile ([`start_lock`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self {
-            Store::Sqlite(pool, _) => {
+            Store::Sqlite(pool, ..) => {
                 let _lock = start_lock(pool.connect_options().get_filename()).await?;
                 sqlx::migrate!("migrations/sqlite").run(pool).await?;
             }
-            Store::Postgres(pool) => {
+            Store::Postgres(pool, _) => {
                 // statement_timeout bounds request traffic; a migration, or
                 // waiting for another instance's migration lock, may take
                 // longer. The connection is closed afterwards rather than
@@ -165,7 +169,7 @@ impl Store {
     /// (WAL) and the copy is the database as of one commit. PostgreSQL has
     /// its own tools (pg_dump, base backups and WAL archiving).
     pub async fn backup(&self, path: &Path) -> Result<(), StoreError> {
-        let Store::Sqlite(pool, _) = self else {
+        let Store::Sqlite(pool, ..) = self else {
             return Err(StoreError::Connect(
                 "hookledger backup copies SQLite databases; for PostgreSQL use pg_dump or \
                  a base backup with WAL archiving (README, Backup and restore)"
@@ -208,7 +212,7 @@ impl Store {
     pub fn backend(&self) -> &'static str {
         match self {
             Store::Sqlite(..) => "sqlite",
-            Store::Postgres(_) => "postgres",
+            Store::Postgres(..) => "postgres",
         }
     }
 
@@ -216,11 +220,11 @@ impl Store {
     /// `SQLite at data/hookledger.db`, `PostgreSQL at db:5432/hl as app`.
     pub fn describe(&self) -> String {
         match self {
-            Store::Sqlite(pool, _) => format!(
+            Store::Sqlite(pool, ..) => format!(
                 "SQLite at {}",
                 pool.connect_options().get_filename().display()
             ),
-            Store::Postgres(pool) => open::postgres_target(&pool.connect_options()),
+            Store::Postgres(pool, _) => open::postgres_target(&pool.connect_options()),
         }
     }
 
@@ -231,8 +235,8 @@ impl Store {
     /// The SQLite file, if this is a SQLite store (for start-up messages).
     pub fn sqlite_file(&self) -> Option<PathBuf> {
         match self {
-            Store::Sqlite(pool, _) => Some(pool.connect_options().get_filename().to_path_buf()),
-            Store::Postgres(_) => None,
+            Store::Sqlite(pool, ..) => Some(pool.connect_options().get_filename().to_path_buf()),
+            Store::Postgres(..) => None,
         }
     }
 }

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 
 use super::write::on_tx;
-use super::{Store, StoreError, WriteTx};
+use super::{Store, StoreError};
 
 /// One batch, one statement: the rows are chosen and emptied together, so a
 /// concurrent status change (an operator's action) either happens before

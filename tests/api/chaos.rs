@@ -223,7 +223,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
                 workdir.clone(),
             );
             tokio::spawn(async move {
-                let client = reqwest::Client::new();
+                let client = hookledger::tls::client();
                 let mut rng = Rng::new(seed ^ (n + 1));
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);

@@ -66,8 +66,8 @@ async fn deliver(client: &reqwest::Client, server: &Server, sequence: i64) -> Va
 /// A count, read straight from the database while the binary runs.
 async fn count(database: &Store, sql: &'static str) -> i64 {
     match database {
-        Store::Sqlite(pool, _) => sqlx::query_scalar(sql).fetch_one(pool).await,
-        Store::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        Store::Sqlite(pool, ..) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        Store::Postgres(pool, _) => sqlx::query_scalar(sql).fetch_one(pool).await,
     }
     .unwrap()
 }
@@ -76,8 +76,8 @@ async fn count(database: &Store, sql: &'static str) -> i64 {
 async fn event_ids_in_entry_order(database: &Store) -> Vec<String> {
     const SQL: &str = "select event_id from ledger_entries order by entry_id";
     match database {
-        Store::Sqlite(pool, _) => sqlx::query_scalar(SQL).fetch_all(pool).await,
-        Store::Postgres(pool) => sqlx::query_scalar(SQL).fetch_all(pool).await,
+        Store::Sqlite(pool, ..) => sqlx::query_scalar(SQL).fetch_all(pool).await,
+        Store::Postgres(pool, _) => sqlx::query_scalar(SQL).fetch_all(pool).await,
     }
     .unwrap()
 }
@@ -102,7 +102,7 @@ async fn a_killed_release_cascade_finishes_after_a_restart(backend: Backend) {
     );
     std::fs::write(dir.path().join("hookledger.toml"), config(&database_url)).unwrap();
     let mut server = Server::start(dir.path(), &[], "admin page");
-    let client = reqwest::Client::new();
+    let client = hookledger::tls::client();
     let parked: Vec<Value> = stream::iter(2..=BACKLOG + 1)
         .map(|sequence| deliver(&client, &server, sequence))
         .buffer_unordered(16)

@@ -164,7 +164,11 @@ async fn the_banner_lists_what_runs(backend: Backend) {
     ] {
         assert!(banner.contains(&expected), "{expected:?} in\n{banner}");
     }
-    let index = reqwest::get(format!("{base}/")).await.unwrap();
+    let index = hookledger::tls::client()
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(index.status(), reqwest::StatusCode::OK);
     assert!(
         index
@@ -358,7 +362,9 @@ async fn the_readme_path_runs_as_written() {
         .admin(token.trim(), "/admin/api/events/stripe/evt_first")
         .await;
     assert_eq!(event["status"], "applied");
-    let page = reqwest::get(format!("{}/admin", server.base()))
+    let page = hookledger::tls::client()
+        .get(format!("{}/admin", server.base()))
+        .send()
         .await
         .unwrap();
     assert_eq!(page.status(), reqwest::StatusCode::OK, "the sign-in page");

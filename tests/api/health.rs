@@ -78,7 +78,7 @@ async fn a_failure_at_the_ledger_insert_leaves_nothing_behind(backend: Backend) 
              begin select raise(abort, 'injected failure'); end",
             "drop trigger fail_ledger",
         ),
-        hookledger::store::Store::Postgres(_) => (
+        hookledger::store::Store::Postgres(..) => (
             "create function fail_ledger() returns trigger language plpgsql as
                  $$ begin raise exception 'injected failure'; end $$;
              create trigger fail_ledger before insert on ledger_entries

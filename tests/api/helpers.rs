@@ -170,7 +170,12 @@ impl TestApp {
     /// A second instance on this app's database, as in a deployment where
     /// several hookledger processes share one database.
     pub async fn another_instance(&self) -> TestApp {
-        Self::start(self.database_url.clone(), &Options::default()).await
+        self.another_instance_with(&Options::default()).await
+    }
+
+    /// [`TestApp::another_instance`] with its own config `options`.
+    pub async fn another_instance_with(&self, options: &Options<'_>) -> TestApp {
+        Self::start(self.database_url.clone(), options).await
     }
 
     async fn start(database_url: String, options: &Options<'_>) -> TestApp {
@@ -193,7 +198,7 @@ impl TestApp {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         tokio::spawn(app.run_until_stopped());
-        let client = reqwest::Client::builder()
+        let client = hookledger::tls::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
@@ -374,8 +379,8 @@ impl TestApp {
     /// or rig state that no API can produce.
     pub async fn execute_sql(&self, sql: &'static str) -> Result<(), sqlx::Error> {
         match &self.store {
-            Store::Sqlite(pool, _) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
-            Store::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Store::Sqlite(pool, ..) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Store::Postgres(pool, _) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
         }
     }
 

@@ -109,7 +109,7 @@ fn status_line(answer: &str) -> &str {
 }
 
 fn client_from(local: &str) -> reqwest::Client {
-    reqwest::Client::builder()
+    hookledger::tls::client_builder()
         .local_address(Some(local.parse().unwrap()))
         .build()
         .unwrap()

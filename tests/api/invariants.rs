@@ -64,13 +64,13 @@ async fn the_ledger_refuses_a_second_entry_for_one_event(backend: Backend) {
     // entry for msg_1's intent under a new key: both refused by the schema.
     let same_event =
         "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
-        amount_minor, balance_after_minor, object_id, operator_applied, created_at)
-        select intent_id, 'demo', 'msg_1', 'acct_1', 'USD', 100, 300, null, false, first_received_at
+        amount_minor, balance_after_minor, object_id, operator_applied, created_at, account_seq)
+        select intent_id, 'demo', 'msg_1', 'acct_1', 'USD', 100, 300, null, false, first_received_at, 3
         from intents where event_id = 'msg_2'";
     let same_intent =
         "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
-        amount_minor, balance_after_minor, object_id, operator_applied, created_at)
-        select intent_id, 'demo', 'msg_9', 'acct_1', 'USD', 100, 300, null, false, first_received_at
+        amount_minor, balance_after_minor, object_id, operator_applied, created_at, account_seq)
+        select intent_id, 'demo', 'msg_9', 'acct_1', 'USD', 100, 300, null, false, first_received_at, 4
         from intents where event_id = 'msg_1'";
     for sql in [same_event, same_intent] {
         let error = app

@@ -83,7 +83,7 @@ async fn a_flood_of_failures_logs_a_bounded_number_of_lines(backend: Backend) {
     }
     let server = Server::start(dir.path(), &env, "note");
     let base = server.base();
-    let client = reqwest::Client::new();
+    let client = hookledger::tls::client();
     for _ in 0..40 {
         let response = client
             .post(format!("{base}/webhooks/demo"))

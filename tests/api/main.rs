@@ -11,6 +11,7 @@ mod locker;
 mod pause;
 mod postgres;
 mod process;
+mod receiver;
 mod samples;
 
 mod admin_api;
@@ -45,6 +46,10 @@ mod once_per_payment;
 mod operator_edges;
 mod ordering;
 mod ordering_load;
+mod outbox;
+mod outbox_faults;
+mod outbox_nats;
+mod outbox_postgres;
 mod protocol;
 mod refunds;
 mod retention;

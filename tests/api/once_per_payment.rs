@@ -197,9 +197,10 @@ async fn a_payment_credits_once_whichever_types_report_it(backend: Backend) {
     let second = app
         .execute_sql(
             "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
-                amount_minor, balance_after_minor, operator_applied, created_at, credits_payment)
+                amount_minor, balance_after_minor, operator_applied, created_at, credits_payment,
+                account_seq)
              select i.intent_id, i.source, i.event_id, 'acct_1', 'USD', 1000, 2000, false,
-                i.first_received_at, p.payment_id
+                i.first_received_at, p.payment_id, 99
              from intents i join payments p on p.scope = i.scope and p.payment_ref = i.payment_ref
              where i.event_id = 'evt_pi'",
         )

@@ -133,7 +133,7 @@ impl Server {
 
     /// GETs an admin API path with `token`, expecting 200.
     pub async fn admin(&self, token: &str, path: &str) -> serde_json::Value {
-        let response = reqwest::Client::new()
+        let response = hookledger::tls::client()
             .get(format!("{}{path}", self.base()))
             .bearer_auth(token)
             .send()

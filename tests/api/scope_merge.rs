@@ -51,7 +51,7 @@ async fn run_v1(url: String) {
     let address = format!("http://127.0.0.1:{}", app.port());
     let store = app.store().clone();
     tokio::spawn(app.run_until_stopped());
-    let client = reqwest::Client::new();
+    let client = hookledger::tls::client();
     let post = |source: &'static str, secret: &'static str, body: Value| {
         let (client, address) = (client.clone(), address.clone());
         async move {

@@ -86,7 +86,7 @@ fn delivery(dir: &Path, event_id: &str) -> SignedRequest {
 }
 
 async fn post(base: &str, request: &SignedRequest) -> Result<(u16, String), reqwest::Error> {
-    let mut post = reqwest::Client::new()
+    let mut post = hookledger::tls::client()
         .post(format!("{base}/webhooks/demo"))
         .body(request.body.clone());
     for (name, value) in &request.headers {
@@ -157,7 +157,12 @@ async fn a_delivery_in_flight_at_ctrl_c_is_committed_and_answered(backend: Backe
     // is still in flight.
     let mut refused = false;
     for _ in 0..40 {
-        if reqwest::get(format!("{base}/healthz")).await.is_err() {
+        if hookledger::tls::client()
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_err()
+        {
             refused = true;
             break;
         }

@@ -13,7 +13,7 @@ const ATTACKER: &str = "127.0.0.4";
 const OPERATOR: &str = "127.0.0.5";
 
 fn client_from(local: &str) -> Client {
-    Client::builder()
+    hookledger::tls::client_builder()
         .local_address(Some(local.parse().unwrap()))
         .redirect(reqwest::redirect::Policy::none())
         .build()

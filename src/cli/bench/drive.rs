@@ -33,7 +33,7 @@ pub async fn drive(
     connections: usize,
     duration: Duration,
 ) -> Result<(PhaseResult, Vec<usize>), String> {
-    let client = reqwest::Client::builder()
+    let client = crate::tls::client_builder()
         .pool_max_idle_per_host(connections)
         .timeout(Duration::from_secs(60))
         .build()

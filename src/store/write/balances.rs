@@ -11,15 +11,18 @@ use super::{StoreError, WriteTx};
 /// 10^15 per event the addition itself cannot overflow, and SQLite, which
 /// would silently turn an overflowing integer into a float, never gets near
 /// it. Out of range returns no row, and the transaction is rolled back.
+/// `postings` counts the balance's ledger entries under the same row lock:
+/// the count it returns is the posting's gapless `account_seq`.
 const UPSERT_BALANCE: &str = "
-insert into balances (account_id, currency, balance_minor, updated_at)
-values ($1, $2, $3, $4)
+insert into balances (account_id, currency, balance_minor, updated_at, postings)
+values ($1, $2, $3, $4, 1)
 on conflict (account_id, currency) do update
 set balance_minor = balances.balance_minor + excluded.balance_minor,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at,
+    postings = balances.postings + 1
 where balances.balance_minor + excluded.balance_minor
     between -4611686018427387904 and 4611686018427387904
-returning balance_minor";
+returning balance_minor, postings";
 
 /// Locks an account's balance row for a currency (creating it at zero), for
 /// a transaction that will post several currencies: see `lock_balances`.
@@ -38,26 +41,26 @@ where account_id = $1 and currency = $2
 returning balance_minor";
 
 impl WriteTx {
-    /// Adds `amount_minor` (signed) to the balance; returns the new balance.
+    /// Adds `amount_minor` (signed) to the balance; returns the new balance
+    /// and the posting's number among the balance's postings.
     pub async fn upsert_balance(
         &mut self,
         account_id: &str,
         currency: &str,
         amount_minor: i64,
         now: DateTime<Utc>,
-    ) -> Result<i64, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
+    ) -> Result<(i64, i64), StoreError> {
+        let row: Option<(i64, i64)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
             .bind(account_id)
             .bind(currency)
             .bind(amount_minor)
             .bind(now)
             .fetch_optional(conn)
             .await)?;
-        row.map(|(balance,)| balance)
-            .ok_or_else(|| StoreError::BalanceLimit {
-                account_id: account_id.to_owned(),
-                currency: currency.to_owned(),
-            })
+        row.ok_or_else(|| StoreError::BalanceLimit {
+            account_id: account_id.to_owned(),
+            currency: currency.to_owned(),
+        })
     }
 
     /// Locks the account's balance rows for `currencies` in sorted order,

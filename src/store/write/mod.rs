@@ -27,10 +27,18 @@ use sqlx::{Postgres, Sqlite, Transaction};
 
 use super::rows::{self, IntentUpsertRow};
 use super::writer::WriteTurn;
-use super::{Store, StoreError};
+use super::{Outbox, Store, StoreError};
 use crate::domain::Status;
 
-pub enum WriteTx {
+/// One write transaction, and the outbox it may write messages to.
+pub struct WriteTx {
+    pub(in crate::store) conn: TxConn,
+    outbox: Outbox,
+    /// Messages were written: the relays are woken once it commits.
+    pub(in crate::store) queued: bool,
+}
+
+pub(in crate::store) enum TxConn {
     /// With the turn to write, released when the transaction ends.
     Sqlite(Transaction<'static, Sqlite>, WriteTurn),
     Postgres(Transaction<'static, Postgres>),
@@ -40,12 +48,12 @@ pub enum WriteTx {
 /// backend's transaction.
 macro_rules! on_tx {
     ($tx:expr, $conn:ident => $body:expr) => {
-        match $tx {
-            WriteTx::Sqlite(tx, _) => {
+        match &mut $tx.conn {
+            $crate::store::write::TxConn::Sqlite(tx, _) => {
                 let $conn = &mut **tx;
                 $body
             }
-            WriteTx::Postgres(tx) => {
+            $crate::store::write::TxConn::Postgres(tx) => {
                 let $conn = &mut **tx;
                 $body
             }
@@ -70,19 +78,24 @@ pub use scope::Rescoped;
 
 impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
-        Ok(match self {
-            Store::Sqlite(pool, writer) => {
+        let conn = match self {
+            Store::Sqlite(pool, writer, _) => {
                 // The turn first: the transaction's connection is then
                 // taken with the write lock free in this process.
                 let turn = writer.turn().await?;
-                WriteTx::Sqlite(pool.begin_with("begin immediate").await?, turn)
+                TxConn::Sqlite(pool.begin_with("begin immediate").await?, turn)
             }
             // Explicit, so a server default of REPEATABLE READ or SERIALIZABLE
             // cannot turn a concurrent duplicate or apply into a 40001 error.
-            Store::Postgres(pool) => WriteTx::Postgres(
+            Store::Postgres(pool, _) => TxConn::Postgres(
                 pool.begin_with("begin isolation level read committed")
                     .await?,
             ),
+        };
+        Ok(WriteTx {
+            conn,
+            outbox: self.outbox().clone(),
+            queued: false,
         })
     }
 }
@@ -137,6 +150,8 @@ pub struct NewLedgerEntry<'a> {
     pub currency: &'a str,
     pub amount_minor: i64,
     pub balance_after_minor: i64,
+    /// Its number among the postings of its account and currency: 1, 2, ...
+    pub account_seq: i64,
     pub object_id: Option<&'a str>,
     pub operator_applied: bool,
     pub created_at: DateTime<Utc>,
@@ -186,8 +201,8 @@ returning intent_id, status, deliveries, payload_sha256";
 /// whole transaction rather than post twice.
 const INSERT_LEDGER_ENTRY: &str = "
 insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
-    balance_after_minor, object_id, operator_applied, created_at, credits_payment)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+    balance_after_minor, object_id, operator_applied, created_at, credits_payment, account_seq)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// Corrects the status this transaction gave its own new intent (the row
 /// is locked by the insert on both backends).
@@ -234,6 +249,12 @@ impl WriteTx {
             .fetch_one(conn)
             .await)?;
         Ok(if row.deliveries == 1 {
+            // Inserted `rejected` is final (an event whose effect cannot be
+            // read); every other status is decided further on.
+            if new.status == Status::Rejected {
+                self.enqueue_status(row.intent_id, Status::Rejected, new.received_at)
+                    .await?;
+            }
             IntentUpsert::Inserted {
                 intent_id: row.intent_id,
             }
@@ -261,6 +282,7 @@ impl WriteTx {
             .bind(entry.operator_applied)
             .bind(entry.created_at)
             .bind(entry.credits_payment)
+            .bind(entry.account_seq)
             .execute(conn)
             .await
             .map(drop))?;
@@ -268,13 +290,15 @@ impl WriteTx {
     }
 
     /// Changes the status of an intent this transaction inserted; `late`
-    /// marks an event that arrived below its account's guard.
+    /// marks an event that arrived below its account's guard. The status
+    /// is final for this transaction: its message is written with it.
     pub async fn set_intent_status(
         &mut self,
         intent_id: i64,
         status: Status,
         reason: &str,
         late: bool,
+        now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         on_tx!(self, conn => sqlx::query(SET_INTENT_STATUS)
             .bind(intent_id)
@@ -284,24 +308,29 @@ impl WriteTx {
             .execute(conn)
             .await
             .map(drop))?;
-        Ok(())
+        self.enqueue_status(intent_id, status, now).await
     }
 
-    /// Moves the intent from `from` to `to` if it is in `from` now.
+    /// Moves the intent from `from` to `to` if it is in `from` now (and
+    /// writes the message `to` is told by).
     pub async fn claim_intent(
         &mut self,
         source: &str,
         event_id: &str,
-        from: Status,
-        to: Status,
+        (from, to): (Status, Status),
+        now: DateTime<Utc>,
     ) -> Result<Option<Claimed>, StoreError> {
-        Ok(on_tx!(self, conn => sqlx::query_as(CLAIM_INTENT)
+        let claimed: Option<Claimed> = on_tx!(self, conn => sqlx::query_as(CLAIM_INTENT)
             .bind(source)
             .bind(event_id)
             .bind(from.as_str())
             .bind(to.as_str())
             .fetch_optional(conn)
-            .await)?)
+            .await)?;
+        if let Some(claimed) = &claimed {
+            self.enqueue_status(claimed.intent_id, to, now).await?;
+        }
+        Ok(claimed)
     }
 
     pub async fn intent_status(
@@ -320,18 +349,32 @@ impl WriteTx {
     /// Ends the transaction writing nothing (dropping it does the same, but
     /// an explicit rollback frees the connection's lock at once).
     pub async fn rollback(self) -> Result<(), StoreError> {
-        match self {
-            WriteTx::Sqlite(tx, _turn) => tx.rollback().await?,
-            WriteTx::Postgres(tx) => tx.rollback().await?,
+        match self.conn {
+            TxConn::Sqlite(tx, _turn) => tx.rollback().await?,
+            TxConn::Postgres(tx) => tx.rollback().await?,
         }
         Ok(())
     }
 
-    pub async fn commit(self) -> Result<(), StoreError> {
-        match self {
-            WriteTx::Sqlite(tx, _turn) => tx.commit().await?,
-            WriteTx::Postgres(tx) => tx.commit().await?,
+    /// Commits; if the transaction wrote messages, wakes the relays (this
+    /// process's at once; on PostgreSQL every instance's, by a
+    /// notification the server delivers only when the commit succeeds).
+    pub async fn commit(mut self) -> Result<(), StoreError> {
+        if self.queued {
+            self.notify_relays().await?;
+        }
+        match self.conn {
+            TxConn::Sqlite(tx, _turn) => tx.commit().await?,
+            TxConn::Postgres(tx) => tx.commit().await?,
+        }
+        if self.queued {
+            self.outbox.wake();
         }
         Ok(())
+    }
+
+    /// The outbox's destinations, for the primitives that write messages.
+    pub(in crate::store) fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 }

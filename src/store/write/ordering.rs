@@ -311,8 +311,8 @@ impl WriteTx {
         &mut self,
         intent_id: i64,
         status: Status,
-        reason: &str,
-        late: bool,
+        (reason, late): (&str, bool),
+        now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let result = on_tx!(self, conn => sqlx::query(SETTLE_PARKED)
             .bind(intent_id)
@@ -322,6 +322,9 @@ impl WriteTx {
             .execute(conn)
             .await
             .map(|r| r.rows_affected()))?;
+        if result == 1 {
+            self.enqueue_status(intent_id, status, now).await?;
+        }
         Ok(result == 1)
     }
 

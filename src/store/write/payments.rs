@@ -19,6 +19,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{StoreError, WriteTx};
+use crate::domain::Status;
 
 /// Creates the payment's row if it has none, and in every case locks it and
 /// returns it. The conflict path is a no-op update so that PostgreSQL takes
@@ -243,6 +244,7 @@ impl WriteTx {
         &mut self,
         intent_id: i64,
         reason: &str,
+        now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let rows = on_tx!(self, conn => sqlx::query(REJECT_UNMATCHED)
             .bind(intent_id)
@@ -250,6 +252,10 @@ impl WriteTx {
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;
+        if rows == 1 {
+            self.enqueue_status(intent_id, Status::Rejected, now)
+                .await?;
+        }
         Ok(rows == 1)
     }
 

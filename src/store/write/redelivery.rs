@@ -52,7 +52,7 @@ impl Store {
         payload_sha256: &str,
         received_at: DateTime<Utc>,
     ) -> Result<Option<Redelivered>, StoreError> {
-        let Store::Postgres(pool) = self else {
+        let Store::Postgres(pool, _) = self else {
             return Ok(None);
         };
         let row: Option<(String, String)> = sqlx::query_as(COUNT_REDELIVERY)

@@ -1,0 +1,165 @@
+//! What hookledger tells other systems (README "Telling your other
+//! systems"): the message types, their stable ids, and which destinations
+//! take which types.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use super::Status;
+
+/// The `type` of an outbound message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MessageType {
+    /// A balance moved: one per ledger entry.
+    LedgerPosted,
+    /// An event was held or parked (stale, waiting, unmatched).
+    EventHeld,
+    /// An operator dismissed a held event: it will never move money.
+    EventDismissed,
+    /// An event that has a balance effect cannot be applied as it stands.
+    EventRejected,
+}
+
+impl MessageType {
+    pub const ALL: [MessageType; 4] = [
+        MessageType::LedgerPosted,
+        MessageType::EventHeld,
+        MessageType::EventDismissed,
+        MessageType::EventRejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageType::LedgerPosted => "ledger.posted",
+            MessageType::EventHeld => "event.held",
+            MessageType::EventDismissed => "event.dismissed",
+            MessageType::EventRejected => "event.rejected",
+        }
+    }
+
+    /// The message an event's new status is told by, if any. A posting is
+    /// told by `ledger.posted` from the ledger itself, never from a status.
+    pub fn for_status(status: Status) -> Option<Self> {
+        match status {
+            Status::Stale | Status::Waiting | Status::Unmatched => Some(MessageType::EventHeld),
+            Status::Rejected => Some(MessageType::EventRejected),
+            Status::Dismissed => Some(MessageType::EventDismissed),
+            Status::Applied | Status::Ignored | Status::DuplicateEffect => None,
+        }
+    }
+
+    /// The message's id: stable for the event and the type, so every retry
+    /// and every replay of one message carries the same id, and the same
+    /// event held twice (waiting, then stale) is one message.
+    pub fn message_id(self, intent_id: i64) -> String {
+        let tag = match self {
+            MessageType::LedgerPosted => "posted",
+            MessageType::EventHeld => "held",
+            MessageType::EventDismissed => "dismissed",
+            MessageType::EventRejected => "rejected",
+        };
+        format!("msg_{intent_id}_{tag}")
+    }
+}
+
+impl fmt::Display for MessageType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for MessageType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<_> = Self::ALL.iter().map(|t| t.as_str()).collect();
+                format!("unknown message type {s:?} (known: {})", known.join(", "))
+            })
+    }
+}
+
+/// One destination as the write path sees it: its name and the types it
+/// takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub destination: String,
+    pub types: Vec<MessageType>,
+}
+
+/// Every configured destination's route; empty when there are none, and
+/// then nothing is written to the outbox.
+#[derive(Debug, Clone, Default)]
+pub struct Routes(Arc<[Route]>);
+
+impl Routes {
+    pub fn new(routes: Vec<Route>) -> Self {
+        Self(routes.into())
+    }
+
+    /// The destinations that take `message_type`.
+    pub fn taking(&self, message_type: MessageType) -> impl Iterator<Item = &str> {
+        self.0
+            .iter()
+            .filter(move |route| route.types.contains(&message_type))
+            .map(|route| route.destination.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_round_trips_and_an_unknown_one_is_named() {
+        for t in MessageType::ALL {
+            assert_eq!(t.as_str().parse::<MessageType>(), Ok(t));
+        }
+        let error = "ledger.credited".parse::<MessageType>().unwrap_err();
+        assert!(error.contains("ledger.credited") && error.contains("event.held"));
+    }
+
+    #[test]
+    fn held_states_share_one_message_and_postings_have_none_by_status() {
+        assert_eq!(
+            MessageType::for_status(Status::Waiting),
+            MessageType::for_status(Status::Stale)
+        );
+        assert_eq!(MessageType::for_status(Status::Applied), None);
+        assert_eq!(
+            MessageType::EventHeld.message_id(7),
+            MessageType::EventHeld.message_id(7)
+        );
+        assert_ne!(
+            MessageType::EventHeld.message_id(7),
+            MessageType::LedgerPosted.message_id(7)
+        );
+    }
+
+    #[test]
+    fn routes_pick_the_destinations_that_take_a_type() {
+        let routes = Routes::new(vec![
+            Route {
+                destination: "billing".into(),
+                types: vec![MessageType::LedgerPosted],
+            },
+            Route {
+                destination: "bus".into(),
+                types: MessageType::ALL.to_vec(),
+            },
+        ]);
+        let posted: Vec<_> = routes.taking(MessageType::LedgerPosted).collect();
+        assert_eq!(posted, ["billing", "bus"]);
+        let held: Vec<_> = routes.taking(MessageType::EventHeld).collect();
+        assert_eq!(held, ["bus"]);
+        assert!(Routes::default().is_empty());
+    }
+}

@@ -1,0 +1,128 @@
+//! `kind = "http"`: a POST signed with Standard Webhooks headers. The
+//! `webhook-timestamp` is the attempt's own, so a retry days later still
+//! falls inside the consumer's tolerance; `webhook-id` is the message id.
+//! Success is any 2xx; anything else (a redirect included) is a failure.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+
+use super::{Deliver, Outgoing, SendError, Sending};
+use crate::providers::{KindSettings, Unsigned, provider_for};
+use crate::secret::KeyBytes;
+
+pub struct Http {
+    url: String,
+    keys: Vec<KeyBytes>,
+    client: reqwest::Client,
+}
+
+impl Http {
+    pub fn new(url: &str, keys: &[KeyBytes], timeout: Duration) -> Self {
+        let client = crate::tls::client_builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("an HTTP client with no custom TLS settings builds");
+        Self {
+            url: url.to_owned(),
+            keys: keys.to_vec(),
+            client,
+        }
+    }
+
+    /// The three Standard Webhooks headers; every configured key signs
+    /// (`v1,<first> v1,<second>`), so a consumer verifies with the old or
+    /// the new secret while one is rotated.
+    fn headers(&self, message: &Outgoing<'_>, timestamp: i64) -> Vec<(&'static str, String)> {
+        let provider = provider_for("standard-webhooks").expect("a registered kind");
+        let settings = KindSettings::default();
+        let mut headers = Vec::new();
+        let mut signatures = Vec::new();
+        for key in &self.keys {
+            let signed = provider.sign(
+                key,
+                Unsigned {
+                    body: message.body.to_vec(),
+                    event_id: message.id,
+                    timestamp,
+                    settings: &settings,
+                },
+            );
+            for (name, value) in signed.headers {
+                if name == "webhook-signature" {
+                    signatures.push(value);
+                } else if signatures.is_empty() {
+                    headers.push((name, value));
+                }
+            }
+        }
+        headers.push(("webhook-signature", signatures.join(" ")));
+        headers
+    }
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    (at.with_timezone(&Utc) - Utc::now()).to_std().ok()
+}
+
+/// What failed, without the URL's query (which may carry a token).
+fn describe(error: &reqwest::Error) -> String {
+    let what = if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        cause = inner.to_string();
+        source = inner.source();
+    }
+    if cause.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {cause}")
+    }
+}
+
+impl Deliver for Http {
+    fn deliver<'a>(&'a self, message: &'a Outgoing<'a>) -> Sending<'a> {
+        Box::pin(async move {
+            let mut request = self
+                .client
+                .post(&self.url)
+                .header(CONTENT_TYPE, "application/json")
+                .header(
+                    USER_AGENT,
+                    concat!("hookledger/", env!("CARGO_PKG_VERSION")),
+                )
+                .body(message.body.to_vec());
+            for (name, value) in self.headers(message, Utc::now().timestamp()) {
+                request = request.header(name, value);
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| SendError::new(describe(&e)))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            Err(SendError {
+                reason: format!("answered HTTP {}", status.as_u16()),
+                retry_after: retry_after(&response),
+            })
+        })
+    }
+}

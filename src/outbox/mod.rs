@@ -1,0 +1,100 @@
+//! The outbox relay (README "Telling your other systems"): every message row
+//! the posting transactions wrote is sent to its destination until the
+//! destination acknowledges it, at least once, in `account_seq` order per
+//! account and currency where the destination asks for it.
+//!
+//! One relay per destination, in `hookledger serve` or on its own in
+//! `hookledger relay`; relays of several instances share the rows through
+//! the claims in `store::outbox`. A relay wakes when a commit wrote
+//! messages (this process's at once, every instance's on PostgreSQL by
+//! `LISTEN/NOTIFY`) and polls every second besides, which also picks up
+//! expired leases and due retries.
+
+mod backoff;
+pub mod destinations;
+mod message;
+mod relay;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::Destination;
+use crate::store::Store;
+pub use backoff::{CAP as BACKOFF_CAP, ceiling as backoff_ceiling};
+pub use message::{VERSION as MESSAGE_VERSION, render as render_message};
+pub use relay::{BATCH, Relay};
+
+/// The fallback when no wake arrives.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// The running relays of this process.
+pub struct Relays {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    listener: Option<JoinHandle<()>>,
+}
+
+impl Relays {
+    /// Starts one relay per destination (none: nothing runs). `grace`
+    /// bounds how long sends in flight may finish at shutdown.
+    pub fn spawn(store: &Store, destinations: &[Destination], grace: Duration) -> Self {
+        let (stop, stopped) = watch::channel(false);
+        let owner = owner_name();
+        let tasks = destinations
+            .iter()
+            .map(|destination| {
+                let relay = Relay {
+                    store: store.clone(),
+                    destination: destination.clone(),
+                    sender: destinations::sender(destination).into(),
+                    owner: owner.clone(),
+                    poll: POLL,
+                    grace,
+                };
+                tokio::spawn(relay.run(store.outbox().subscribe(), stopped.clone()))
+            })
+            .collect::<Vec<_>>();
+        let listener = (!tasks.is_empty()).then(|| {
+            let store = store.clone();
+            tokio::spawn(async move { store.forward_outbox_notifications().await })
+        });
+        Self {
+            stop,
+            tasks,
+            listener,
+        }
+    }
+
+    /// Stops claiming; sends in flight finish (or, after the grace period,
+    /// their leases are handed back) and their outcomes are recorded.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        if let Some(listener) = self.listener {
+            listener.abort();
+        }
+    }
+}
+
+/// Names this process's leases: host, process id and a random part, so two
+/// processes never share a name.
+fn owner_name() -> String {
+    let mut bytes = [0u8; 4];
+    let _ = getrandom::fill(&mut bytes);
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    format!("{host}:{}:{}", std::process::id(), hex::encode(bytes))
+}
+
+/// Every relay's `Arc`: for tests that drive a sender directly.
+pub fn shared(sender: Box<dyn destinations::Deliver>) -> Arc<dyn destinations::Deliver> {
+    sender.into()
+}

@@ -1,0 +1,200 @@
+//! One destination's relay: claim what is due, send it, record each
+//! outcome; wait for a commit that wrote messages (or the poll, which is
+//! also the sweep for expired leases and due retries) when nothing is due.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::backoff;
+use super::destinations::{Deliver, Outgoing, SendError};
+use super::message;
+use crate::config::Destination;
+use crate::rng::SplitMix64;
+use crate::store::{Attempted, OutboxRow, Store};
+
+/// Rows claimed at once: also the number of sends in flight per relay (an
+/// ordered destination's claim has at most one per account and currency).
+pub const BATCH: i64 = 64;
+/// How long a claim stays leased beyond the send's own timeout: time to
+/// record the outcome before another relay may take the row.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+
+pub struct Relay {
+    pub store: Store,
+    pub destination: Destination,
+    pub sender: Arc<dyn Deliver>,
+    /// Names this relay's leases.
+    pub owner: String,
+    /// When nothing woke it, how often it looks anyway.
+    pub poll: Duration,
+    /// At shutdown, how long sends in flight may take to finish before
+    /// their leases are handed back.
+    pub grace: Duration,
+}
+
+impl Relay {
+    pub async fn run(self, mut wake: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
+        let mut rng = SplitMix64::new(seed());
+        let lease = self.destination.timeout + LEASE_MARGIN;
+        while !*stop.borrow() {
+            wake.borrow_and_update();
+            let now_ms = Utc::now().timestamp_millis();
+            let claimed = self
+                .store
+                .claim_outbox(
+                    &self.destination.name,
+                    self.destination.ordered_by_account,
+                    &self.owner,
+                    now_ms,
+                    now_ms + lease.as_millis() as i64,
+                    BATCH,
+                )
+                .await;
+            let rows = match claimed {
+                Ok(rows) if !rows.is_empty() => rows,
+                Ok(_) => {
+                    tokio::select! {
+                        _ = wake.changed() => {}
+                        _ = tokio::time::sleep(self.poll) => {}
+                        _ = stop.changed() => {}
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        destination = %self.destination.name,
+                        "outbox: claim failed, trying again: {error}"
+                    );
+                    tokio::time::sleep(self.poll).await;
+                    continue;
+                }
+            };
+            let results = self.send(&rows, &mut stop).await;
+            let outcomes = self.outcomes(&rows, results, &mut rng);
+            if let Err(error) = self
+                .store
+                .record_attempts(&self.owner, &outcomes, Utc::now())
+                .await
+            {
+                // The claims stay leased: nothing is sent again before the
+                // lease passes, then the sweep takes the rows again.
+                tracing::warn!(
+                    destination = %self.destination.name,
+                    "outbox: could not record {} attempts, retried after their lease: {error}",
+                    outcomes.len()
+                );
+                tokio::time::sleep(self.poll).await;
+            }
+        }
+    }
+
+    /// Sends every claimed row at once; `None` for a send cut off by
+    /// shutdown after the grace period.
+    async fn send(
+        &self,
+        rows: &[OutboxRow],
+        stop: &mut watch::Receiver<bool>,
+    ) -> Vec<Option<Result<(), SendError>>> {
+        let mut sends = JoinSet::new();
+        let mut index = HashMap::new();
+        for (i, row) in rows.iter().enumerate() {
+            let (sender, row) = (self.sender.clone(), row.clone());
+            let handle = sends.spawn(async move {
+                let body = message::render(&row);
+                let outgoing = Outgoing {
+                    id: &row.message_id,
+                    message_type: &row.message_type,
+                    source: &row.source,
+                    currency: row.currency.as_deref(),
+                    body: &body,
+                };
+                sender.deliver(&outgoing).await
+            });
+            index.insert(handle.id(), i);
+        }
+        let mut results = vec![None; rows.len()];
+        let grace = self.grace;
+        let cut_off = async {
+            let _ = stop.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(grace).await;
+        };
+        tokio::pin!(cut_off);
+        loop {
+            tokio::select! {
+                joined = sends.join_next_with_id() => match joined {
+                    None => break,
+                    Some(Ok((id, result))) => results[index[&id]] = Some(result),
+                    Some(Err(error)) => {
+                        let reason = format!("the send failed inside hookledger: {error}");
+                        results[index[&error.id()]] = Some(Err(SendError::new(reason)));
+                    }
+                },
+                () = &mut cut_off => {
+                    sends.abort_all();
+                    break;
+                }
+            }
+        }
+        results
+    }
+
+    fn outcomes<'r>(
+        &self,
+        rows: &'r [OutboxRow],
+        results: Vec<Option<Result<(), SendError>>>,
+        rng: &mut SplitMix64,
+    ) -> Vec<(&'r OutboxRow, Attempted)> {
+        let now_ms = Utc::now().timestamp_millis();
+        let max_attempts = i64::from(self.destination.max_attempts);
+        let mut failed = Vec::new();
+        let outcomes = rows
+            .iter()
+            .zip(results)
+            .map(|(row, result)| {
+                let outcome = match result {
+                    None => Attempted::Released,
+                    Some(Ok(())) => Attempted::Delivered,
+                    Some(Err(error)) => {
+                        let wait = backoff::delay(row.attempts, error.retry_after, rng);
+                        if row.attempts >= max_attempts {
+                            tracing::warn!(
+                                destination = %self.destination.name,
+                                message_id = %row.message_id,
+                                "outbox: dead letter after {} attempts: {}",
+                                row.attempts,
+                                error.reason
+                            );
+                        }
+                        failed.push(error.reason.clone());
+                        Attempted::Failed {
+                            error: error.reason,
+                            next_attempt_ms: now_ms + wait.as_millis() as i64,
+                            max_attempts,
+                        }
+                    }
+                };
+                (row, outcome)
+            })
+            .collect();
+        if let Some(first) = failed.first() {
+            tracing::warn!(
+                destination = %self.destination.name,
+                "outbox: {} of {} attempts failed, retried with backoff; first: {first}",
+                failed.len(),
+                rows.len()
+            );
+        }
+        outcomes
+    }
+}
+
+fn seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    u64::from_le_bytes(bytes)
+}

@@ -1,0 +1,130 @@
+//! Writing messages, inside the transaction that posts, holds, dismisses or
+//! rejects the event they tell of: the message exists if and only if that
+//! transaction commits. One statement per destination that takes the type;
+//! none at all when no destination is configured.
+//!
+//! Race-free on both backends: each statement inserts rows keyed by
+//! (destination, message_id) and does nothing on a conflict, so the same
+//! message written twice (an event held as `waiting`, then as `stale`) is
+//! one row; the intent row it reads is locked by this transaction's own
+//! write to it. A new row is due at once (`next_attempt_ms` 0).
+
+use chrono::{DateTime, Utc};
+
+use super::super::StoreError;
+use super::super::write::{WriteTx, on_tx};
+use crate::domain::{MessageType, Status};
+
+/// A ledger posting, as its `ledger.posted` message tells it.
+pub struct PostedMessage<'a> {
+    pub intent_id: i64,
+    pub account_id: &'a str,
+    pub currency: &'a str,
+    pub amount_minor: i64,
+    pub balance_after_minor: i64,
+    pub account_seq: i64,
+    pub object_id: Option<&'a str>,
+    pub operator_applied: bool,
+}
+
+const ENQUEUE_POSTING: &str = "
+insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
+    event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
+    object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
+    created_at)
+select $1, $2, 'ledger.posted', intent_id, source, event_id, 'applied', $3, $4, $5, $6, $7,
+    $8, occurred_at, $9, $10, 'pending', 0, 0, $9
+from intents where intent_id = $11
+on conflict (destination, message_id) do nothing";
+
+/// The intent's status and reason as this transaction just set them.
+const ENQUEUE_STATUS: &str = "
+insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
+    event_status, reason, account_id, currency, amount_minor, object_id, occurred_at,
+    posted_at, operator_applied, state, attempts, next_attempt_ms, created_at)
+select $1, $2, $3, intent_id, source, event_id, status, reason, account_id, currency,
+    amount_minor, object_id, occurred_at, $4, false, 'pending', 0, 0, $4
+from intents where intent_id = $5
+on conflict (destination, message_id) do nothing";
+
+/// Wakes every instance's relay: PostgreSQL delivers a notification only
+/// when (and if) the transaction that sent it commits.
+const NOTIFY_RELAYS: &str = "select pg_notify('hookledger_outbox', '')";
+
+impl WriteTx {
+    /// A `ledger.posted` message for each destination that takes it.
+    pub async fn enqueue_posting(
+        &mut self,
+        posted: &PostedMessage<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let destinations: Vec<String> = self
+            .outbox()
+            .routes()
+            .taking(MessageType::LedgerPosted)
+            .map(str::to_owned)
+            .collect();
+        let message_id = MessageType::LedgerPosted.message_id(posted.intent_id);
+        for destination in destinations {
+            on_tx!(self, conn => sqlx::query(ENQUEUE_POSTING)
+                .bind(&destination)
+                .bind(&message_id)
+                .bind(posted.account_id)
+                .bind(posted.currency)
+                .bind(posted.amount_minor)
+                .bind(posted.balance_after_minor)
+                .bind(posted.account_seq)
+                .bind(posted.object_id)
+                .bind(now)
+                .bind(posted.operator_applied)
+                .bind(posted.intent_id)
+                .execute(conn)
+                .await
+                .map(drop))?;
+            self.queued = true;
+        }
+        Ok(())
+    }
+
+    /// The message an intent's new status is told by (`event.held`,
+    /// `event.dismissed`, `event.rejected`), for each destination that
+    /// takes it; nothing for a status no message tells.
+    pub(in crate::store) async fn enqueue_status(
+        &mut self,
+        intent_id: i64,
+        status: Status,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let Some(message_type) = MessageType::for_status(status) else {
+            return Ok(());
+        };
+        let destinations: Vec<String> = self
+            .outbox()
+            .routes()
+            .taking(message_type)
+            .map(str::to_owned)
+            .collect();
+        let message_id = message_type.message_id(intent_id);
+        for destination in destinations {
+            on_tx!(self, conn => sqlx::query(ENQUEUE_STATUS)
+                .bind(&destination)
+                .bind(&message_id)
+                .bind(message_type.as_str())
+                .bind(now)
+                .bind(intent_id)
+                .execute(conn)
+                .await
+                .map(drop))?;
+            self.queued = true;
+        }
+        Ok(())
+    }
+
+    /// Before a commit that wrote messages.
+    pub(in crate::store) async fn notify_relays(&mut self) -> Result<(), StoreError> {
+        if let crate::store::write::TxConn::Postgres(tx) = &mut self.conn {
+            sqlx::query(NOTIFY_RELAYS).execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! The outbox's rows: written by the posting's own transaction
+//! ([`enqueue`]), claimed, completed and re-queued by relays ([`relay`]),
+//! counted for the admin page and metrics ([`stats`]).
+//!
+//! Scheduling columns (`next_attempt_ms`, `delivered_ms`) are integer
+//! milliseconds since the epoch, compared as numbers on both backends.
+
+mod enqueue;
+mod listen;
+pub use enqueue::PostedMessage;
+mod relay;
+mod stats;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+
+use super::Store;
+use crate::domain::Routes;
+
+pub use relay::{Attempted, Replay};
+pub use stats::{OutboxEntry, OutboxStats};
+
+/// Where this process's postings are told: the configured routes, and the
+/// signal that wakes this process's relays when a commit wrote messages.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    routes: Routes,
+    wake: Arc<watch::Sender<u64>>,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Self {
+            routes: Routes::default(),
+            wake: Arc::new(watch::channel(0).0),
+        }
+    }
+}
+
+impl Outbox {
+    pub fn routes(&self) -> &Routes {
+        &self.routes
+    }
+
+    /// A receiver that sees every wake after this call.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.wake.subscribe()
+    }
+
+    pub(super) fn wake(&self) {
+        self.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+impl Store {
+    pub fn outbox(&self) -> &Outbox {
+        match self {
+            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => outbox,
+        }
+    }
+
+    /// This store with these routes: every transaction begun from it (or
+    /// a clone) writes messages for them.
+    pub fn with_routes(mut self, routes: Routes) -> Self {
+        match &mut self {
+            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => outbox.routes = routes,
+        }
+        self
+    }
+}
+
+/// A message row as a relay sends it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct OutboxRow {
+    pub outbox_id: i64,
+    pub destination: String,
+    pub message_id: String,
+    pub message_type: String,
+    pub source: String,
+    pub event_id: String,
+    pub event_status: String,
+    pub reason: Option<String>,
+    pub account_id: Option<String>,
+    pub currency: Option<String>,
+    pub amount_minor: Option<i64>,
+    pub balance_after_minor: Option<i64>,
+    pub account_seq: Option<i64>,
+    pub object_id: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub posted_at: DateTime<Utc>,
+    pub operator_applied: bool,
+    /// Counting the one this claim starts.
+    pub attempts: i64,
+}

@@ -1,0 +1,231 @@
+//! What a relay does to outbox rows: claim a batch, record each attempt's
+//! outcome, hand back a lease at shutdown; and re-queue (replay) and purge.
+//!
+//! A claim is one statement that picks the rows and moves them into the
+//! claimer's lease together: `attempts` counts the attempt, `leased_by`
+//! names the claimer and `next_attempt_ms` moves past the send's deadline.
+//! Nothing else marks a row in flight, so a relay that dies mid-send leaves
+//! rows that any relay claims again once their lease has passed (the
+//! sweep), and a failure to record an outcome cannot make a row be sent
+//! again before that: never a loop.
+//!
+//! Rows are chosen by state and time, never by a cursor over ids: on
+//! PostgreSQL an id is assigned at insert, before commit, so a row can
+//! become visible after rows with larger ids. A cursor would have moved
+//! past it; a claim by state sees it the moment it commits.
+
+use chrono::{DateTime, Utc};
+
+use super::super::write::on_tx;
+use super::super::{Store, StoreError};
+use super::OutboxRow;
+
+/// The rows a claim may take: pending and due. For an ordered destination
+/// (`$5`), a posting only if no earlier posting of its account and
+/// currency is still undelivered (pending, in flight or dead): one in flight
+/// per account and currency, in `account_seq` order, and a dead letter
+/// blocks its account until it is replayed. Postings of one account and
+/// currency are numbered under their balance row's lock, so an earlier one
+/// has always committed before a later one exists.
+macro_rules! due_rows {
+    ($lock:literal) => {
+        concat!(
+            "
+update outbox set attempts = attempts + 1, leased_by = $2, next_attempt_ms = $4
+where outbox_id in (
+    select o.outbox_id from outbox o
+    where o.destination = $1 and o.state = 'pending' and o.next_attempt_ms <= $3
+        and (not $5 or o.account_seq is null or not exists (
+            select 1 from outbox p
+            where p.destination = o.destination and p.account_id = o.account_id
+                and p.currency = o.currency and p.account_seq < o.account_seq
+                and p.state <> 'delivered'))
+    order by o.outbox_id
+    limit $6",
+            $lock,
+            ")
+    and state = 'pending' and next_attempt_ms <= $3
+returning outbox_id, destination, message_id, message_type, source, event_id, event_status,
+    reason, account_id, currency, amount_minor, balance_after_minor, account_seq, object_id,
+    occurred_at, posted_at, operator_applied, attempts"
+        )
+    };
+}
+
+/// PostgreSQL: relays on other instances skip the rows this claim has
+/// locked and take others; the outer condition is re-checked on the row
+/// after its lock is taken (READ COMMITTED), so a row another claim took
+/// first is not taken twice.
+const CLAIM_POSTGRES: &str = due_rows!("\n    for update skip locked");
+/// SQLite: one writer at a time (the claim runs in a write transaction).
+const CLAIM_SQLITE: &str = due_rows!("");
+
+/// Acknowledged by the destination. Whoever holds the lease now: the
+/// message was delivered.
+const DELIVERED: &str = "
+update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
+where outbox_id = $1 and state <> 'delivered'";
+
+/// Only the claim this relay made ($2, $3): a row whose lease passed and
+/// that another relay claimed since is that relay's to record.
+const FAILED: &str = "
+update outbox set leased_by = null, last_error = $4, next_attempt_ms = $5,
+    state = case when attempts >= $6 then 'dead' else 'pending' end
+where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
+
+/// Shutdown: a claim not sent is handed back, due now.
+const RELEASE: &str = "
+update outbox set leased_by = null, next_attempt_ms = $4
+where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
+
+const REPLAY: &str = "
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
+    delivered_ms = null
+where destination = $1 and state = $2
+    and ($4 is null or created_at >= $4) and ($5 is null or account_id = $5)";
+
+const PURGE_DELIVERED: &str = "
+delete from outbox where outbox_id in (
+    select outbox_id from outbox where state = 'delivered' and delivered_ms < $1
+    order by outbox_id limit $2)";
+
+/// How one claimed row's attempt ended.
+#[derive(Debug, Clone)]
+pub enum Attempted {
+    Delivered,
+    /// Retried at `next_attempt_ms`, or dead once `attempts` reaches
+    /// `max_attempts`.
+    Failed {
+        error: String,
+        next_attempt_ms: i64,
+        max_attempts: i64,
+    },
+    /// Not sent (shutdown): due again at once.
+    Released,
+}
+
+/// Which rows `hookledger outbox replay` re-queues.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pub destination: String,
+    /// `dead` or `delivered`.
+    pub state: String,
+    pub since: Option<DateTime<Utc>>,
+    pub account_id: Option<String>,
+}
+
+impl Store {
+    /// Claims up to `limit` due rows of `destination` for `owner`, leased
+    /// until `lease_until_ms`; in id order.
+    pub async fn claim_outbox(
+        &self,
+        destination: &str,
+        ordered: bool,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
+        let mut tx = self.begin().await?;
+        let sql = match self {
+            Store::Sqlite(..) => CLAIM_SQLITE,
+            Store::Postgres(..) => CLAIM_POSTGRES,
+        };
+        let mut rows: Vec<OutboxRow> = on_tx!(&mut tx, conn => sqlx::query_as(sql)
+            .bind(destination)
+            .bind(owner)
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(ordered)
+            .bind(limit)
+            .fetch_all(conn)
+            .await)?;
+        tx.commit().await?;
+        rows.sort_unstable_by_key(|row| row.outbox_id);
+        Ok(rows)
+    }
+
+    /// Records the outcome of each attempt of `owner`'s claims, in one
+    /// transaction.
+    pub async fn record_attempts(
+        &self,
+        owner: &str,
+        outcomes: &[(&OutboxRow, Attempted)],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        let now_ms = now.timestamp_millis();
+        for (row, outcome) in outcomes {
+            on_tx!(&mut tx, conn => match outcome {
+                Attempted::Delivered => {
+                    sqlx::query(DELIVERED)
+                        .bind(row.outbox_id)
+                        .bind(now_ms)
+                        .execute(conn)
+                        .await
+                }
+                Attempted::Failed {
+                    error,
+                    next_attempt_ms,
+                    max_attempts,
+                } => {
+                    sqlx::query(FAILED)
+                        .bind(row.outbox_id)
+                        .bind(owner)
+                        .bind(row.attempts)
+                        .bind(error.as_str())
+                        .bind(*next_attempt_ms)
+                        .bind(*max_attempts)
+                        .execute(conn)
+                        .await
+                }
+                Attempted::Released => {
+                    sqlx::query(RELEASE)
+                        .bind(row.outbox_id)
+                        .bind(owner)
+                        .bind(row.attempts)
+                        .bind(now_ms)
+                        .execute(conn)
+                        .await
+                }
+            }
+            .map(drop))?;
+        }
+        tx.commit().await
+    }
+
+    /// Re-queues the rows `replay` names, due now, with their attempts
+    /// reset and their message ids kept; how many.
+    pub async fn replay_outbox(
+        &self,
+        replay: &Replay,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        let done = on_tx!(&mut tx, conn => sqlx::query(REPLAY)
+            .bind(&replay.destination)
+            .bind(&replay.state)
+            .bind(now.timestamp_millis())
+            .bind(replay.since)
+            .bind(replay.account_id.as_deref())
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected()))?;
+        tx.queued = done > 0;
+        tx.commit().await?;
+        Ok(done)
+    }
+
+    /// Deletes up to `batch` rows delivered before `cutoff_ms`; how many.
+    pub async fn purge_delivered(&self, cutoff_ms: i64, batch: i64) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        let done = on_tx!(&mut tx, conn => sqlx::query(PURGE_DELIVERED)
+            .bind(cutoff_ms)
+            .bind(batch)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected()))?;
+        tx.commit().await?;
+        Ok(done)
+    }
+}

@@ -1,0 +1,155 @@
+//! The relay against a destination that fails: errors, timeouts, refused
+//! connections, dead letters and the per-account block of an ordered
+//! destination.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use hookledger::store::Replay;
+
+use crate::helpers::*;
+use crate::outbox::{drained, http_destination};
+use crate::receiver::{Answer, Receiver};
+
+async fn app_sending_to(backend: Backend, url: &str, extra: &str) -> TestApp {
+    let destination = http_destination("flaky", url, extra);
+    TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &destination,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+async fn failures_and_timeouts_are_retried_until_acknowledged(backend: Backend) {
+    let receiver = Receiver::start(
+        &[
+            Answer::RetryAfter(503, 1),
+            Answer::Status(500),
+            Answer::Hang,
+            Answer::Status(404),
+        ],
+        Answer::Status(204),
+    )
+    .await;
+    let app = app_sending_to(backend, &receiver.url(), "timeout_secs = 1").await;
+    for i in 0..3 {
+        app.send_ok(&credit(&format!("evt_{i}"), "cus_1", 100))
+            .await;
+    }
+    let messages = drained(&app, "flaky", Duration::from_secs(40)).await;
+    assert_eq!(messages.len(), 3);
+    assert!(
+        messages.iter().all(|m| m.state == "delivered"),
+        "{messages:?}"
+    );
+    let attempts: i64 = messages.iter().map(|m| m.attempts).sum();
+    assert_eq!(attempts, 3 + 4, "every failure was one more attempt");
+    // Each message was acknowledged exactly once, with its own stable id,
+    // and a retry carried a fresh signature timestamp.
+    let accepted = receiver.accepted();
+    let mut ids: Vec<_> = accepted.iter().map(|r| r.id.clone()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(accepted.len(), 3);
+    for received in receiver.received() {
+        assert!(received.id.starts_with("msg_"), "{received:?}");
+        assert!((received.timestamp - Utc::now().timestamp()).abs() < 60);
+        assert_eq!(received.body["id"], received.id.as_str());
+    }
+}
+
+async fn a_refused_connection_is_retried_until_the_receiver_is_up(backend: Backend) {
+    // A port nothing listens on, until the receiver starts on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hooks");
+    let app = app_sending_to(backend, &url, "").await;
+    app.send_ok(&credit("evt_1", "cus_1", 100)).await;
+    let failed = wait_for(&app, |m| m.attempts >= 2).await;
+    let error = failed.last_error.clone().unwrap_or_default();
+    assert!(error.contains("connect"), "{error}");
+    let receiver = Receiver::start_on(port, Answer::Status(200)).await;
+    let messages = drained(&app, "flaky", Duration::from_secs(30)).await;
+    assert_eq!(messages[0].state, "delivered");
+    assert_eq!(messages[0].last_error, None);
+    assert_eq!(receiver.accepted().len(), 1);
+}
+
+/// Polls the one message of `flaky` until `ready` holds.
+async fn wait_for(
+    app: &TestApp,
+    ready: impl Fn(&hookledger::store::OutboxEntry) -> bool,
+) -> hookledger::store::OutboxEntry {
+    let started = std::time::Instant::now();
+    loop {
+        let messages = app.store().outbox_messages("flaky", 0, 10).await.unwrap();
+        if let Some(found) = messages.into_iter().find(|m| ready(m)) {
+            return found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn dead_letters_block_their_account_until_replayed(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(500)).await;
+    let app = app_sending_to(
+        backend,
+        &receiver.url(),
+        "max_attempts = 2\nordered_by_account = true",
+    )
+    .await;
+    app.send_ok(&credit("evt_a1", "cus_a", 100)).await;
+    app.send_ok(&credit("evt_a2", "cus_a", 200)).await;
+    let dead = wait_for(&app, |m| m.state == "dead").await;
+    assert_eq!(dead.event_id, "evt_a1");
+    assert_eq!(dead.attempts, 2);
+    assert_eq!(dead.last_error.as_deref(), Some("answered HTTP 500"));
+    // The account's next posting waits behind its dead letter; another
+    // account's flows.
+    receiver.answer_all(Answer::Status(200));
+    app.send_ok(&credit("evt_b1", "cus_b", 300)).await;
+    let b1 = wait_for(&app, |m| m.event_id == "evt_b1" && m.state == "delivered").await;
+    assert_eq!(b1.attempts, 1);
+    let messages = app.store().outbox_messages("flaky", 0, 10).await.unwrap();
+    let a2 = messages.iter().find(|m| m.event_id == "evt_a2").unwrap();
+    assert_eq!((a2.state.as_str(), a2.attempts), ("pending", 0), "blocked");
+    let stats = app.store().outbox_stats("flaky", Utc::now()).await.unwrap();
+    assert_eq!((stats.dead, stats.pending), (1, 1));
+    let replay = Replay {
+        destination: "flaky".into(),
+        state: "dead".into(),
+        since: None,
+        account_id: Some("cus_a".into()),
+    };
+    assert_eq!(
+        app.store()
+            .replay_outbox(&replay, Utc::now())
+            .await
+            .unwrap(),
+        1
+    );
+    let messages = drained(&app, "flaky", Duration::from_secs(30)).await;
+    assert!(messages.iter().all(|m| m.state == "delivered"));
+    // In account order, after the replay.
+    let order: Vec<_> = receiver
+        .accepted()
+        .iter()
+        .filter(|r| r.body["account_id"] == "cus_a")
+        .map(|r| r.body["account_seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(order, [1, 2]);
+}
+
+both_backends!(
+    failures_and_timeouts_are_retried_until_acknowledged,
+    a_refused_connection_is_retried_until_the_receiver_is_up,
+    dead_letters_block_their_account_until_replayed,
+);

@@ -1,0 +1,136 @@
+//! The outbox on PostgreSQL, where several instances share one database and
+//! ids are assigned before commit.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use hookledger::domain::Status;
+use hookledger::store::{IntentUpsert, NewIntent, PostedMessage, Store};
+
+use crate::helpers::*;
+use crate::outbox::{drained, http_destination};
+use crate::receiver::{Answer, Receiver};
+
+async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
+    let destination = http_destination("sink", &receiver.url(), "");
+    TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &destination,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+/// A posting's intent and its message, written in `tx` but not committed.
+async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
+    let mut tx = store.begin().await.unwrap();
+    let intent = NewIntent {
+        source: "demo",
+        scope: "demo",
+        event_id,
+        event_type: "balance.credit",
+        status: Status::Applied,
+        reason: None,
+        account_id: Some("cus_1"),
+        currency: Some("USD"),
+        amount_minor: Some(100),
+        object_id: None,
+        sequence: Some(1),
+        occurred_at: None,
+        payload_sha256: "00",
+        payload: b"{}",
+        received_at: Utc::now(),
+        payment_ref: None,
+        reversal: None,
+        reversal_total: None,
+        undoes: None,
+        partial: false,
+    };
+    let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
+        panic!("a new event");
+    };
+    let message = PostedMessage {
+        intent_id,
+        account_id: "cus_1",
+        currency: "USD",
+        amount_minor: 100,
+        balance_after_minor: 100,
+        account_seq: intent_id,
+        object_id: None,
+        operator_applied: false,
+    };
+    tx.enqueue_posting(&message, Utc::now()).await.unwrap();
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_committed_after_a_later_id_is_delivered() {
+    let Some(backend) = Backend::postgres_or_skip("a_row_committed_after_a_later_id_is_delivered")
+    else {
+        return;
+    };
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let app = app_sending_to(backend, &receiver).await;
+    // The smaller id first, committed last: a cursor over ids would have
+    // moved past it when the larger one was delivered.
+    let first = posting(app.store(), "evt_smaller_id").await;
+    let second = posting(app.store(), "evt_larger_id").await;
+    second.commit().await.unwrap();
+    drained(&app, "sink", Duration::from_secs(20)).await;
+    assert_eq!(receiver.accepted().len(), 1);
+    first.commit().await.unwrap();
+    let messages = drained(&app, "sink", Duration::from_secs(20)).await;
+    assert_eq!(messages.len(), 2);
+    assert!(messages[0].outbox_id < messages[1].outbox_id);
+    assert!(messages.iter().all(|m| m.state == "delivered"));
+    let events: Vec<_> = receiver
+        .accepted()
+        .iter()
+        .map(|r| r.body["event_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(events, ["evt_larger_id", "evt_smaller_id"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_on_one_database_send_each_row_once() {
+    let Some(backend) = Backend::postgres_or_skip("two_relays_on_one_database_send_each_row_once")
+    else {
+        return;
+    };
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let app = app_sending_to(backend, &receiver).await;
+    let destination = http_destination("sink", &receiver.url(), "");
+    let other = app
+        .another_instance_with(&Options {
+            extra_sources: &destination,
+            ..Options::default()
+        })
+        .await;
+    let samples: Vec<_> = (0..200)
+        .map(|i| credit(&format!("evt_{i}"), &format!("cus_{}", i % 7), 10))
+        .collect();
+    let sends = samples.iter().enumerate().map(|(i, sample)| {
+        let target = if i % 2 == 0 { &app } else { &other };
+        target.send(sample)
+    });
+    for response in futures::future::join_all(sends).await {
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+    }
+    let messages = drained(&app, "sink", Duration::from_secs(30)).await;
+    assert_eq!(messages.len(), 200);
+    // No failures, so every row was claimed once and sent once.
+    assert!(
+        messages
+            .iter()
+            .all(|m| m.state == "delivered" && m.attempts == 1)
+    );
+    let mut sent: HashMap<String, usize> = HashMap::new();
+    for received in receiver.received() {
+        *sent.entry(received.id).or_default() += 1;
+    }
+    assert_eq!(sent.len(), 200);
+    assert!(sent.values().all(|n| *n == 1), "a row was sent twice");
+}

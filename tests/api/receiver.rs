@@ -1,0 +1,173 @@
+//! A downstream HTTP receiver for the outbox tests: answers each request as
+//! scripted (a status, with `Retry-After` if asked, or no answer at all) and
+//! records what it got. Plain HTTP/1.1 over tokio, one request per
+//! connection, so every answer is exactly the one scripted.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Status(u16),
+    /// A status with `Retry-After: <seconds>`.
+    RetryAfter(u16, u64),
+    /// Reads the request and never answers (the sender's timeout).
+    Hang,
+}
+
+/// One request as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub id: String,
+    pub timestamp: i64,
+    pub body: Value,
+    pub answered: Answer,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Answer>,
+    otherwise: Option<Answer>,
+    received: Vec<Received>,
+}
+
+#[derive(Clone)]
+pub struct Receiver {
+    pub port: u16,
+    state: Arc<Mutex<State>>,
+}
+
+impl Receiver {
+    /// Listens on a new port; answers `script` in order, then `otherwise`.
+    pub async fn start(script: &[Answer], otherwise: Answer) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::serve(listener, script, otherwise)
+    }
+
+    /// Listens on `port` (one that refused connections until now).
+    pub async fn start_on(port: u16, otherwise: Answer) -> Receiver {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+        Self::serve(listener, &[], otherwise)
+    }
+
+    fn serve(listener: TcpListener, script: &[Answer], otherwise: Answer) -> Receiver {
+        let receiver = Receiver {
+            port: listener.local_addr().unwrap().port(),
+            state: Arc::new(Mutex::new(State {
+                script: script.iter().copied().collect(),
+                otherwise: Some(otherwise),
+                received: Vec::new(),
+            })),
+        };
+        let serving = receiver.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serving.clone().answer(stream));
+            }
+        });
+        receiver
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hooks", self.port)
+    }
+
+    /// From now on, every request gets `answer`.
+    pub fn answer_all(&self, answer: Answer) {
+        let mut state = self.state.lock().unwrap();
+        state.script.clear();
+        state.otherwise = Some(answer);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// The requests answered 2xx.
+    pub fn accepted(&self) -> Vec<Received> {
+        self.received()
+            .into_iter()
+            .filter(|r| matches!(r.answered, Answer::Status(200..=299)))
+            .collect()
+    }
+
+    async fn answer(self, mut stream: TcpStream) {
+        let Some((head, body)) = read_request(&mut stream).await else {
+            return;
+        };
+        let header = |name: &str| {
+            head.lines()
+                .find_map(|line| {
+                    let (key, value) = line.split_once(':')?;
+                    key.eq_ignore_ascii_case(name)
+                        .then(|| value.trim().to_owned())
+                })
+                .unwrap_or_default()
+        };
+        let answer = {
+            let mut state = self.state.lock().unwrap();
+            let answer = state
+                .script
+                .pop_front()
+                .or(state.otherwise)
+                .unwrap_or(Answer::Status(200));
+            state.received.push(Received {
+                id: header("webhook-id"),
+                timestamp: header("webhook-timestamp").parse().unwrap_or_default(),
+                body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                answered: answer,
+            });
+            answer
+        };
+        let head = match answer {
+            Answer::Hang => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Answer::Status(status) => format!("HTTP/1.1 {status} X\r\n"),
+            Answer::RetryAfter(status, seconds) => {
+                format!("HTTP/1.1 {status} X\r\nRetry-After: {seconds}\r\n")
+            }
+        };
+        let reply = format!("{head}Content-Length: 0\r\nConnection: close\r\n\r\n");
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    }
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buffer.len() < end + length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, buffer[end..end + length].to_vec()))
+}

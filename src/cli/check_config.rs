@@ -75,6 +75,12 @@ pub fn report(config: &Config) -> Vec<String> {
             lines.push(row("", &format!("secret {}: {origin}", i + 1)));
         }
     }
+    for destination in &config.destinations {
+        lines.push(row(
+            &format!("destination {}", destination.name),
+            &crate::config::describe_destination(destination),
+        ));
+    }
     for warning in &config.warnings {
         lines.push(row("warning", warning));
     }

@@ -104,6 +104,10 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
         parsed(env, errors, "HOOKLEDGER_RETENTION_PAYLOAD_DAYS"),
     );
     set(
+        &mut raw.retention.outbox_days,
+        parsed(env, errors, "HOOKLEDGER_RETENTION_OUTBOX_DAYS"),
+    );
+    set(
         &mut raw.retention.purge_interval_secs,
         parsed(env, errors, "HOOKLEDGER_RETENTION_PURGE_INTERVAL_SECS"),
     );

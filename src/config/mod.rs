@@ -18,7 +18,7 @@ mod sources;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use destinations::{Destination, Target, routes, stream_subject};
+pub use destinations::{Destination, Target, describe_destination, routes, stream_subject};
 pub use env::{Env, process_env};
 pub use error::ConfigError;
 use error::{Problems, in_range, without_strings};

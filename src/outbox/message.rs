@@ -99,6 +99,68 @@ mod tests {
         assert_eq!(body["operator_applied"], false);
     }
 
+    /// The shipped schema names exactly the fields rendered, and each
+    /// rendered value has a type the schema allows.
+    #[test]
+    fn the_schema_matches_what_is_rendered() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/message.v1.json")).unwrap();
+        let properties = schema["properties"].as_object().unwrap();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let held = OutboxRow {
+            message_type: "event.held".into(),
+            message_id: "msg_5_held".into(),
+            event_status: "stale".into(),
+            reason: Some("out of order".into()),
+            balance_after_minor: None,
+            account_seq: None,
+            occurred_at: Some("2026-11-24T09:00:00Z".parse().unwrap()),
+            ..posted()
+        };
+        for row in [posted(), held] {
+            let body: serde_json::Value = serde_json::from_slice(&render(&row)).unwrap();
+            let body = body.as_object().unwrap();
+            let mut keys: Vec<&str> = body.keys().map(String::as_str).collect();
+            let mut named: Vec<&str> = properties.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            named.sort_unstable();
+            assert_eq!(keys, named);
+            let mut required = required.clone();
+            required.sort_unstable();
+            assert_eq!(keys, required);
+            for (key, value) in body {
+                let rule = &properties[key];
+                let kind = match value {
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Bool(_) => "boolean",
+                    serde_json::Value::Number(_) => "integer",
+                    serde_json::Value::String(_) => "string",
+                    _ => "other",
+                };
+                let allowed = match &rule["type"] {
+                    serde_json::Value::String(one) => vec![one.as_str()],
+                    serde_json::Value::Array(many) => {
+                        many.iter().map(|t| t.as_str().unwrap()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                let listed = rule["enum"]
+                    .as_array()
+                    .is_none_or(|values| values.contains(value));
+                let constant = rule.get("const").is_none_or(|c| c == value);
+                assert!(
+                    (allowed.is_empty() || allowed.contains(&kind)) && listed && constant,
+                    "{key} = {value} against {rule}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_same_row_renders_the_same_bytes() {
         assert_eq!(render(&posted()), render(&posted()));

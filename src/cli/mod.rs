@@ -20,6 +20,7 @@ use crate::config::{self, Config};
 use crate::startup::{Application, StartupError, connect_store};
 use banner::Banner;
 
+pub use bench::{http_header, read_http_request};
 pub use send::SendArgs;
 pub use sign::{SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with};
 

@@ -1,7 +1,7 @@
 //! `hookledger bench` in its short mode: a smoke test of the benchmark on
 //! both backends. It checks what the bench checks (every balance equals the
 //! credits answered 200, duplicates were called duplicates, invariants
-//! hold), never a timing.
+//! hold, the outbox's sink got every posting), never a timing.
 
 use crate::backend::Backend;
 use crate::process::hookledger;
@@ -21,6 +21,7 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         "4",
         "--accounts",
         "20",
+        "--outbox",
     ]);
     if let Backend::Postgres(url) = &backend {
         command.args(["--database", url]);
@@ -53,4 +54,11 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{correct}"));
     assert!(credits > 400, "{correct}");
+    // The relay delivered every posting of the HTTP phases to the sink.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("outbox: ") && l.contains("postings delivered")),
+        "no outbox line:\n{stdout}"
+    );
 }

@@ -7,8 +7,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hookledger::cli::{http_header, read_http_request};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,18 +98,10 @@ impl Receiver {
     }
 
     async fn answer(self, mut stream: TcpStream) {
-        let Some((head, body)) = read_request(&mut stream).await else {
+        let Some((head, body)) = read_http_request(&mut stream).await else {
             return;
         };
-        let header = |name: &str| {
-            head.lines()
-                .find_map(|line| {
-                    let (key, value) = line.split_once(':')?;
-                    key.eq_ignore_ascii_case(name)
-                        .then(|| value.trim().to_owned())
-                })
-                .unwrap_or_default()
-        };
+        let header = |name: &str| http_header(&head, name).unwrap_or_default();
         let answer = {
             let mut state = self.state.lock().unwrap();
             let answer = state
@@ -138,36 +131,4 @@ impl Receiver {
         let _ = stream.write_all(reply.as_bytes()).await;
         let _ = stream.shutdown().await;
     }
-}
-
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    while buffer.len() < end + length {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-    Some((head, buffer[end..end + length].to_vec()))
 }

@@ -9,10 +9,14 @@
 //! never judged; the exit status says whether the result was correct.
 
 mod ceiling;
+mod drain;
 mod drive;
 mod measure;
 mod plan;
 mod server;
+mod sink;
+
+pub use sink::{header as http_header, read_http_request};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +62,11 @@ pub struct BenchArgs {
     /// many events), then the correctness check.
     #[arg(long)]
     pub only_new: bool,
+    /// Also tell a local HTTP sink of every posting through the outbox (an
+    /// `http` destination): the outbox's cost to ingest, and how fast the
+    /// relay drains what the phases wrote.
+    #[arg(long)]
+    pub outbox: bool,
 }
 
 /// The source kind benchmarked: hookledger's own signed format.
@@ -84,8 +93,28 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         .database
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}/bench.db", folder.display()));
-    let config_path = server::write_config(&folder, &database, &secret_text, args.pool)?;
-    let outcome = bench(&args, seed, &run_id, &config_path, Secret::new(secret_text)).await;
+    let sink = sink::Sink::default();
+    let destination = match args.outbox {
+        true => Some(sink.start().await?),
+        false => None,
+    };
+    // Named for the run: a PostgreSQL database is used as is, and may hold
+    // an earlier run's messages.
+    let sink_name = format!("sink-{run_id}");
+    let config_path = server::write_config(
+        &folder,
+        &database,
+        (&secret_text, args.pool),
+        destination.as_deref().map(|url| (sink_name.as_str(), url)),
+    )?;
+    let outcome = bench(
+        &args,
+        seed,
+        &run_id,
+        &config_path,
+        (Secret::new(secret_text), &sink),
+    )
+    .await;
     if args.keep {
         println!("kept {}", folder.display());
     } else {
@@ -104,7 +133,7 @@ async fn bench(
     seed: u64,
     run_id: &str,
     config_path: &std::path::Path,
-    secret: Secret,
+    (secret, sink): (Secret, &sink::Sink),
 ) -> Result<(), String> {
     let config =
         config::load(Some(config_path), &config::process_env).map_err(|e| e.to_string())?;
@@ -121,6 +150,7 @@ async fn bench(
     println!("{HEADER}");
     let url = format!("http://{}/webhooks/bench", config.listen);
     let mut rows = Vec::new();
+    let started = std::time::Instant::now();
     let phases = [("new", NEW), ("duplicate", DUPLICATES), ("mixed", MIXED)];
     let phases = if args.only_new {
         &phases[..1]
@@ -138,6 +168,10 @@ async fn bench(
         result.name = format!("http {name}");
         println!("{}", result.row());
         rows.push(result);
+    }
+    if args.outbox {
+        let name = format!("sink-{run_id}");
+        drain::report(&config, (&name, sink), started, ledger.accepted.len()).await?;
     }
     server.stop().await;
 

@@ -9,18 +9,20 @@ use std::time::{Duration, Instant};
 const START_WAIT: Duration = Duration::from_secs(60);
 
 /// Writes the bench's config: one `bench` source, the given database and
-/// pool size, a free local port, the defaults for everything else.
+/// pool size, a free local port, the defaults for everything else; with
+/// `sink` (a name and a URL), an `http` destination there for every
+/// posting.
 pub fn write_config(
     folder: &Path,
     database: &str,
-    secret: &str,
-    pool: u32,
+    (secret, pool): (&str, u32),
+    sink: Option<(&str, &str)>,
 ) -> Result<PathBuf, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("no free local port: {e}"))?
         .port();
-    let text = format!(
+    let mut text = format!(
         "listen = \"127.0.0.1:{port}\"\n\
          database_url = {database:?}\n\
          data_dir = {data:?}\n\
@@ -32,6 +34,16 @@ pub fn write_config(
          secrets = [{secret:?}]\n",
         data = folder.join("data").display().to_string(),
     );
+    if let Some((name, url)) = sink {
+        text.push_str(&format!(
+            "[[destinations]]\n\
+             name = {name:?}\n\
+             kind = \"http\"\n\
+             url = {url:?}\n\
+             secret = {secret:?}\n\
+             events = [\"ledger.posted\"]\n"
+        ));
+    }
     let path = folder.join("hookledger.toml");
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)

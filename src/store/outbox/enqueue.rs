@@ -12,7 +12,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::StoreError;
-use super::super::write::{WriteTx, on_tx};
+use super::super::write::{TxConn, WriteTx, on_tx};
 use crate::domain::{MessageType, Status};
 
 /// A ledger posting, as its `ledger.posted` message tells it.
@@ -27,7 +27,9 @@ pub struct PostedMessage<'a> {
     pub operator_applied: bool,
 }
 
-const ENQUEUE_POSTING: &str = "
+macro_rules! enqueue_posting {
+    () => {
+        "
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
     object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
@@ -35,21 +37,42 @@ insert into outbox (destination, message_id, message_type, intent_id, source, ev
 select $1, $2, 'ledger.posted', intent_id, source, event_id, 'applied', $3, $4, $5, $6, $7,
     $8, occurred_at, $9, $10, 'pending', 0, 0, $9
 from intents where intent_id = $11
-on conflict (destination, message_id) do nothing";
+on conflict (destination, message_id) do nothing"
+    };
+}
 
 /// The intent's status and reason as this transaction just set them.
-const ENQUEUE_STATUS: &str = "
+macro_rules! enqueue_status {
+    () => {
+        "
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, reason, account_id, currency, amount_minor, object_id, occurred_at,
     posted_at, operator_applied, state, attempts, next_attempt_ms, created_at)
 select $1, $2, $3, intent_id, source, event_id, status, reason, account_id, currency,
     amount_minor, object_id, occurred_at, $4, false, 'pending', 0, 0, $4
 from intents where intent_id = $5
-on conflict (destination, message_id) do nothing";
+on conflict (destination, message_id) do nothing"
+    };
+}
 
-/// Wakes every instance's relay: PostgreSQL delivers a notification only
-/// when (and if) the transaction that sent it commits.
-const NOTIFY_RELAYS: &str = "select pg_notify('hookledger_outbox', '')";
+/// On PostgreSQL the same insert also wakes every instance's relays, in
+/// the same round trip: a notification is delivered only when (and if) the
+/// transaction that sent it commits, and one transaction's identical
+/// notifications are delivered once.
+macro_rules! notifying {
+    ($insert:expr) => {
+        concat!(
+            "with queued as (",
+            $insert,
+            "\nreturning 1)\nselect count(pg_notify('hookledger_outbox', '')) from queued"
+        )
+    };
+}
+
+const ENQUEUE_POSTING_SQLITE: &str = enqueue_posting!();
+const ENQUEUE_POSTING_POSTGRES: &str = notifying!(enqueue_posting!());
+const ENQUEUE_STATUS_SQLITE: &str = enqueue_status!();
+const ENQUEUE_STATUS_POSTGRES: &str = notifying!(enqueue_status!());
 
 impl WriteTx {
     /// A `ledger.posted` message for each destination that takes it.
@@ -65,8 +88,12 @@ impl WriteTx {
             .map(str::to_owned)
             .collect();
         let message_id = MessageType::LedgerPosted.message_id(posted.intent_id);
+        let sql = match self.conn {
+            TxConn::Sqlite(..) => ENQUEUE_POSTING_SQLITE,
+            TxConn::Postgres(..) => ENQUEUE_POSTING_POSTGRES,
+        };
         for destination in destinations {
-            on_tx!(self, conn => sqlx::query(ENQUEUE_POSTING)
+            on_tx!(self, conn => sqlx::query(sql)
                 .bind(&destination)
                 .bind(&message_id)
                 .bind(posted.account_id)
@@ -105,8 +132,12 @@ impl WriteTx {
             .map(str::to_owned)
             .collect();
         let message_id = message_type.message_id(intent_id);
+        let sql = match self.conn {
+            TxConn::Sqlite(..) => ENQUEUE_STATUS_SQLITE,
+            TxConn::Postgres(..) => ENQUEUE_STATUS_POSTGRES,
+        };
         for destination in destinations {
-            on_tx!(self, conn => sqlx::query(ENQUEUE_STATUS)
+            on_tx!(self, conn => sqlx::query(sql)
                 .bind(&destination)
                 .bind(&message_id)
                 .bind(message_type.as_str())
@@ -116,14 +147,6 @@ impl WriteTx {
                 .await
                 .map(drop))?;
             self.queued = true;
-        }
-        Ok(())
-    }
-
-    /// Before a commit that wrote messages.
-    pub(in crate::store) async fn notify_relays(&mut self) -> Result<(), StoreError> {
-        if let crate::store::write::TxConn::Postgres(tx) = &mut self.conn {
-            sqlx::query(NOTIFY_RELAYS).execute(&mut **tx).await?;
         }
         Ok(())
     }

@@ -16,7 +16,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::write::on_tx;
+use super::super::write::{TxConn, on_tx};
 use super::super::{Store, StoreError};
 use super::OutboxRow;
 
@@ -60,11 +60,15 @@ const CLAIM_POSTGRES: &str = due_rows!("\n    for update skip locked");
 /// SQLite: one writer at a time (the claim runs in a write transaction).
 const CLAIM_SQLITE: &str = due_rows!("");
 
-/// Acknowledged by the destination. Whoever holds the lease now: the
-/// message was delivered.
-const DELIVERED: &str = "
+/// Acknowledged by the destination, a whole batch in one statement (the
+/// ids as an array on PostgreSQL, as a JSON array on SQLite). Whoever
+/// holds the lease now: the message was delivered.
+const DELIVERED_POSTGRES: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id = $1 and state <> 'delivered'";
+where outbox_id = any($1) and state <> 'delivered'";
+const DELIVERED_SQLITE: &str = "
+update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
+where outbox_id in (select value from json_each($1)) and state <> 'delivered'";
 
 /// Only the claim this relay made ($2, $3): a row whose lease passed and
 /// that another relay claimed since is that relay's to record.
@@ -155,15 +159,33 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         let now_ms = now.timestamp_millis();
+        let delivered: Vec<i64> = outcomes
+            .iter()
+            .filter(|(_, outcome)| matches!(outcome, Attempted::Delivered))
+            .map(|(row, _)| row.outbox_id)
+            .collect();
+        if !delivered.is_empty() {
+            match &mut tx.conn {
+                TxConn::Sqlite(conn, _) => {
+                    let ids = serde_json::to_string(&delivered).expect("integers serialise");
+                    sqlx::query(DELIVERED_SQLITE)
+                        .bind(ids)
+                        .bind(now_ms)
+                        .execute(&mut **conn)
+                        .await?;
+                }
+                TxConn::Postgres(conn) => {
+                    sqlx::query(DELIVERED_POSTGRES)
+                        .bind(&delivered)
+                        .bind(now_ms)
+                        .execute(&mut **conn)
+                        .await?;
+                }
+            }
+        }
         for (row, outcome) in outcomes {
             on_tx!(&mut tx, conn => match outcome {
-                Attempted::Delivered => {
-                    sqlx::query(DELIVERED)
-                        .bind(row.outbox_id)
-                        .bind(now_ms)
-                        .execute(conn)
-                        .await
-                }
+                Attempted::Delivered => continue,
                 Attempted::Failed {
                     error,
                     next_attempt_ms,

@@ -356,13 +356,10 @@ impl WriteTx {
         Ok(())
     }
 
-    /// Commits; if the transaction wrote messages, wakes the relays (this
-    /// process's at once; on PostgreSQL every instance's, by a
-    /// notification the server delivers only when the commit succeeds).
-    pub async fn commit(mut self) -> Result<(), StoreError> {
-        if self.queued {
-            self.notify_relays().await?;
-        }
+    /// Commits; if the transaction wrote messages, wakes this process's
+    /// relays (on PostgreSQL every instance's are woken by the notification
+    /// the messages' own statements sent, delivered with the commit).
+    pub async fn commit(self) -> Result<(), StoreError> {
         match self.conn {
             TxConn::Sqlite(tx, _turn) => tx.commit().await?,
             TxConn::Postgres(tx) => tx.commit().await?,

@@ -24,6 +24,11 @@ RUN touch src/main.rs src/lib.rs \
     && cp target/release/hookledger /usr/local/bin/hookledger
 
 FROM debian:trixie-slim AS runtime
+# The system's trusted roots, for the outbox's HTTPS destinations (without
+# them hookledger falls back to the Mozilla roots built in, and says so).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --home-dir /var/lib/hookledger --create-home hookledger \
     && mkdir -p /var/lib/hookledger/data \
     && chown -R hookledger:hookledger /var/lib/hookledger

@@ -132,10 +132,13 @@ impl Application {
         let summaries =
             spawn_log_summaries(context.clone().into_inner(), config.limits.log_summary);
         let retention = crate::retention::spawn(context.clone().into_inner(), config.retention);
+        // At shutdown the relays stop after the requests in flight: their
+        // sends get a short grace of their own, then hand their leases back.
+        let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
         let relays = if config.run_relays {
-            crate::outbox::Relays::spawn(&store, &config.destinations, config.shutdown_timeout)
+            crate::outbox::Relays::spawn(&store, &config.destinations, grace)
         } else {
-            crate::outbox::Relays::spawn(&store, &[], config.shutdown_timeout)
+            crate::outbox::Relays::spawn(&store, &[], grace)
         };
         let summary_context = context.clone();
         let limits = config.limits.clone();

@@ -90,7 +90,8 @@ pub async fn relay(config: Config) -> Result<(), CliError> {
     }
     let store = connect_store(&config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
-    let relays = Relays::spawn(&store, &config.destinations, config.shutdown_timeout);
+    let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
+    let relays = Relays::spawn(&store, &config.destinations, grace);
     let names: Vec<_> = config
         .destinations
         .iter()

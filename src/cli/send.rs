@@ -233,7 +233,7 @@ fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
 pub async fn run(args: SendArgs, config: Option<&Path>) -> Result<(), String> {
     let target = target(&args, config)?;
     let provider = provider_for(&target.kind).ok_or("unknown kind")?;
-    let client = crate::tls::client();
+    let client = crate::tls::build_client(|builder| builder)?;
     for sample in samples(&args, &target.kind)? {
         let signed = provider.sign(
             &target.key,

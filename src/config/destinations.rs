@@ -77,7 +77,11 @@ impl Destination {
 /// One line for people (`check-config`, the banner): never a secret.
 pub fn describe_destination(destination: &Destination) -> String {
     let target = match &destination.target {
-        Target::Http { url, keys } => format!("http POST {url} ({} signing key(s))", keys.len()),
+        Target::Http { url, keys } => {
+            // The query may carry a token: never shown.
+            let shown = url.split(['?', '#']).next().unwrap_or_default();
+            format!("http POST {shown} ({} signing key(s))", keys.len())
+        }
         Target::Nats {
             url,
             subject,

@@ -49,17 +49,22 @@ impl MessageType {
         }
     }
 
-    /// The message's id: stable for the event and the type, so every retry
-    /// and every replay of one message carries the same id, and the same
-    /// event held twice (waiting, then stale) is one message.
-    pub fn message_id(self, intent_id: i64) -> String {
-        let tag = match self {
-            MessageType::LedgerPosted => "posted",
-            MessageType::EventHeld => "held",
-            MessageType::EventDismissed => "dismissed",
-            MessageType::EventRejected => "rejected",
-        };
-        format!("msg_{intent_id}_{tag}")
+    /// The message's id: derived from the event's own identity (the
+    /// source that recorded it and the provider's event id, unique together)
+    /// and the type, never from a database counter. So every retry and
+    /// every replay of one message carries the same id, the same event held
+    /// twice (waiting, then stale) is one message, and after a restore from
+    /// a backup a new event can never get the id of one the consumer saw
+    /// before the restore.
+    pub fn message_id(self, source: &str, event_id: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for part in ["hookledger message v1", self.as_str(), source, event_id] {
+            // Length-prefixed: no two different inputs read the same.
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+        format!("msg_{}", &hex::encode(digest.finalize())[..32])
     }
 }
 
@@ -134,14 +139,19 @@ mod tests {
             MessageType::for_status(Status::Stale)
         );
         assert_eq!(MessageType::for_status(Status::Applied), None);
-        assert_eq!(
-            MessageType::EventHeld.message_id(7),
-            MessageType::EventHeld.message_id(7)
-        );
-        assert_ne!(
-            MessageType::EventHeld.message_id(7),
-            MessageType::LedgerPosted.message_id(7)
-        );
+        let held = MessageType::EventHeld.message_id("stripe", "evt_1");
+        assert_eq!(held, MessageType::EventHeld.message_id("stripe", "evt_1"));
+        assert_eq!(held.len(), "msg_".len() + 32);
+        for other in [
+            MessageType::LedgerPosted.message_id("stripe", "evt_1"),
+            MessageType::EventHeld.message_id("stripe2", "evt_1"),
+            MessageType::EventHeld.message_id("stripe", "evt_2"),
+            // The parts are length-prefixed: moving a character across
+            // the boundary is another id.
+            MessageType::EventHeld.message_id("stripe_", "vt_1"),
+        ] {
+            assert_ne!(held, other);
+        }
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub(crate) async fn post_to_ledger(
     tx.enqueue_posting(
         &PostedMessage {
             intent_id: posting.intent_id,
+            source: posting.source,
+            event_id: posting.event_id,
             account_id: posting.account_id,
             currency: posting.currency,
             amount_minor: posting.amount_minor,

@@ -65,7 +65,7 @@ mod tests {
         OutboxRow {
             outbox_id: 9,
             destination: "billing".into(),
-            message_id: "msg_5_posted".into(),
+            message_id: "msg_0123456789abcdef0123456789abcdef".into(),
             message_type: "ledger.posted".into(),
             source: "stripe".into(),
             event_id: "evt_1".into(),
@@ -87,7 +87,7 @@ mod tests {
     #[test]
     fn a_posting_renders_every_field_of_version_1() {
         let body: serde_json::Value = serde_json::from_slice(&render(&posted())).unwrap();
-        assert_eq!(body["id"], "msg_5_posted");
+        assert_eq!(body["id"], "msg_0123456789abcdef0123456789abcdef");
         assert_eq!(body["type"], "ledger.posted");
         assert_eq!(body["version"], 1);
         assert_eq!(body["amount_minor"], -1500);
@@ -114,7 +114,7 @@ mod tests {
             .collect();
         let held = OutboxRow {
             message_type: "event.held".into(),
-            message_id: "msg_5_held".into(),
+            message_id: "msg_fedcba9876543210fedcba9876543210".into(),
             event_status: "stale".into(),
             reason: Some("out of order".into()),
             balance_after_minor: None,

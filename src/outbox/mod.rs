@@ -30,6 +30,10 @@ pub use relay::{BATCH, Relay};
 /// The fallback when no wake arrives.
 pub const POLL: Duration = Duration::from_secs(1);
 
+/// At most this long for sends in flight to finish at shutdown (less if
+/// `shutdown_timeout_secs` is less); the rest hand their leases back.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// The running relays of this process.
 pub struct Relays {
     stop: watch::Sender<bool>,

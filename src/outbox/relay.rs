@@ -21,8 +21,9 @@ use crate::store::{Attempted, OutboxRow, Store};
 /// ordered destination's claim has at most one per account and currency).
 pub const BATCH: i64 = 64;
 /// How long a claim stays leased beyond the send's own timeout: time to
-/// record the outcome before another relay may take the row.
-const LEASE_MARGIN: Duration = Duration::from_secs(30);
+/// record the outcome (one short transaction) before another relay may
+/// take the row. Also how long a crashed relay's rows wait to be sent again.
+const LEASE_MARGIN: Duration = Duration::from_secs(10);
 
 pub struct Relay {
     pub store: Store,
@@ -61,7 +62,8 @@ impl Relay {
                     tokio::select! {
                         _ = wake.changed() => {}
                         _ = tokio::time::sleep(self.poll) => {}
-                        _ = stop.changed() => {}
+                        // A dropped sender is a stop too.
+                        changed = stop.changed() => if changed.is_err() { break },
                     }
                     continue;
                 }
@@ -102,6 +104,7 @@ impl Relay {
     ) -> Vec<Option<Result<(), SendError>>> {
         let mut sends = JoinSet::new();
         let mut index = HashMap::new();
+        let timeout = self.destination.timeout;
         for (i, row) in rows.iter().enumerate() {
             let (sender, row) = (self.sender.clone(), row.clone());
             let handle = sends.spawn(async move {
@@ -113,7 +116,16 @@ impl Relay {
                     currency: row.currency.as_deref(),
                     body: &body,
                 };
-                sender.deliver(&outgoing).await
+                // The relay's own bound, whatever the destination does: a
+                // send never outlives its lease.
+                tokio::time::timeout(timeout, sender.deliver(&outgoing))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(SendError::new(format!(
+                            "no acknowledgement within {} s",
+                            timeout.as_secs()
+                        )))
+                    })
             });
             index.insert(handle.id(), i);
         }

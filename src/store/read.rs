@@ -62,7 +62,7 @@ from balances order by account_id, currency limit $1";
 
 const ACCOUNT_ENTRIES: &str = "
 select entry_id, source, event_id, account_id, currency, amount_minor, balance_after_minor,
-    object_id, operator_applied, created_at
+    account_seq, object_id, operator_applied, created_at
 from ledger_entries
 where account_id = $1 and ($2 is null or entry_id < $2)
 order by entry_id desc

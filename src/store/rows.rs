@@ -103,6 +103,8 @@ pub struct LedgerEntryRow {
     pub currency: String,
     pub amount_minor: i64,
     pub balance_after_minor: i64,
+    /// Its number among the postings of its account and currency.
+    pub account_seq: i64,
     pub object_id: Option<String>,
     pub operator_applied: bool,
     pub created_at: DateTime<Utc>,

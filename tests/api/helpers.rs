@@ -40,6 +40,12 @@ pub fn base_config(database_url: &str, options: &Options<'_>) -> String {
         database,
         extra_sources,
     } = options;
+    // A test that sizes the pool itself replaces the default size.
+    let pool = if database.contains("max_connections") {
+        ""
+    } else {
+        "max_connections = 8"
+    };
     format!(
         r#"
 listen = "127.0.0.1:0"
@@ -50,7 +56,7 @@ release_sweep_secs = 86400
 {top_level}
 
 [database]
-max_connections = 8
+{pool}
 {database}
 
 [admin]

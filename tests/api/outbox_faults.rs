@@ -153,3 +153,57 @@ both_backends!(
     a_refused_connection_is_retried_until_the_receiver_is_up,
     dead_letters_block_their_account_until_replayed,
 );
+
+/// A system with no trusted certificates at all (a slim container without
+/// `ca-certificates`): the binary starts and relays, checking HTTPS against
+/// its built-in roots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_without_certificates_still_starts_and_relays() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(dir.path().join("empty.pem"), "").unwrap();
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let config = format!(
+        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n[[sources]]\nname = \"demo\"\n\
+         kind = \"standard-webhooks\"\nsecrets = [\"{DEMO_SECRET}\"]\n{}",
+        http_destination("flaky", &receiver.url(), "")
+    );
+    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    let empty = dir.path().join("empty.pem").display().to_string();
+    let nothing = dir.path().join("no-certs").display().to_string();
+    let env = [
+        ("SSL_CERT_FILE", empty.as_str()),
+        ("SSL_CERT_DIR", nothing.as_str()),
+    ];
+    let server = crate::process::Server::start(dir.path(), &env, "source demo");
+    let signed = hookledger::cli::signed_sample(
+        "standard-webhooks",
+        &hookledger::secret::Secret::new(DEMO_SECRET),
+        &hookledger::providers::Sample {
+            timestamp: Utc::now().timestamp(),
+            ..credit("evt_1", "cus_1", 100)
+        },
+    )
+    .unwrap();
+    let mut post = hookledger::tls::client()
+        .post(format!("{}/webhooks/demo", server.base()))
+        .body(signed.body);
+    for (name, value) in &signed.headers {
+        post = post.header(*name, value);
+    }
+    assert!(post.send().await.unwrap().status().is_success());
+    let started = std::time::Instant::now();
+    while receiver.accepted().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "nothing relayed: {}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        server.log().contains("built into hookledger"),
+        "{}",
+        server.log()
+    );
+}

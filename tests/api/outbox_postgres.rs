@@ -54,6 +54,8 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
     };
     let message = PostedMessage {
         intent_id,
+        source: "demo",
+        event_id,
         account_id: "cus_1",
         currency: "USD",
         amount_minor: 100,
@@ -133,4 +135,30 @@ async fn two_relays_on_one_database_send_each_row_once() {
     }
     assert_eq!(sent.len(), 200);
     assert!(sent.values().all(|n| *n == 1), "a row was sent twice");
+}
+
+/// The relays' wake-up listener has a connection of its own: a pool of one
+/// still serves requests, claims and records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_one_connection_still_serves_with_a_destination() {
+    let Some(backend) = Backend::postgres_or_skip("a_pool_of_one_connection") else {
+        return;
+    };
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let destination = http_destination("sink", &receiver.url(), "");
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            database: "max_connections = 1",
+            extra_sources: &destination,
+            ..Options::default()
+        },
+    )
+    .await;
+    for i in 0..5 {
+        app.send_ok(&credit(&format!("evt_{i}"), "cus_1", 10)).await;
+    }
+    let messages = drained(&app, "sink", Duration::from_secs(20)).await;
+    assert_eq!(messages.len(), 5);
+    assert_eq!(receiver.accepted().len(), 5);
 }

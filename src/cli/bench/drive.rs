@@ -33,11 +33,11 @@ pub async fn drive(
     connections: usize,
     duration: Duration,
 ) -> Result<(PhaseResult, Vec<usize>), String> {
-    let client = crate::tls::client_builder()
-        .pool_max_idle_per_host(connections)
-        .timeout(Duration::from_secs(60))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = crate::tls::build_client(|builder| {
+        builder
+            .pool_max_idle_per_host(connections)
+            .timeout(Duration::from_secs(60))
+    })?;
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let deadline = started + duration;

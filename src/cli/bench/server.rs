@@ -69,7 +69,7 @@ impl Server {
             .map_err(|e| format!("cannot start the server: {e}"))?;
         let mut server = Self { child, log };
         let ready = format!("http://{listen}/readyz");
-        let client = crate::tls::client();
+        let client = crate::tls::build_client(|builder| builder)?;
         let deadline = Instant::now() + START_WAIT;
         while Instant::now() < deadline {
             if let Ok(Some(status)) = server.child.try_wait() {

@@ -15,17 +15,21 @@ use crate::secret::KeyBytes;
 pub struct Http {
     url: String,
     keys: Vec<KeyBytes>,
-    client: reqwest::Client,
+    /// Or why there is none: every attempt then fails with the reason.
+    client: Result<reqwest::Client, String>,
 }
 
 impl Http {
     pub fn new(url: &str, keys: &[KeyBytes], timeout: Duration) -> Self {
-        let client = crate::tls::client_builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("an HTTP client with no custom TLS settings builds");
+        let client = crate::tls::build_client(|builder| {
+            builder
+                .timeout(timeout)
+                .connect_timeout(timeout)
+                .redirect(reqwest::redirect::Policy::none())
+        });
+        if let Err(error) = &client {
+            tracing::error!(url, "outbox: {error}");
+        }
         Self {
             url: url.to_owned(),
             keys: keys.to_vec(),
@@ -99,8 +103,8 @@ fn describe(error: &reqwest::Error) -> String {
 impl Deliver for Http {
     fn deliver<'a>(&'a self, message: &'a Outgoing<'a>) -> Sending<'a> {
         Box::pin(async move {
-            let mut request = self
-                .client
+            let client = self.client.as_ref().map_err(SendError::new)?;
+            let mut request = client
                 .post(&self.url)
                 .header(CONTENT_TYPE, "application/json")
                 .header(

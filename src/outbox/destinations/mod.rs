@@ -47,7 +47,7 @@ pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<(), SendError>> + Send
 /// A destination kind.
 pub trait Deliver: Send + Sync {
     /// Sends one message; `Ok` only once the destination acknowledged it.
-    /// Bounded by the destination's `timeout_secs`.
+    /// The relay bounds every call by the destination's `timeout_secs`.
     fn deliver<'a>(&'a self, message: &'a Outgoing<'a>) -> Sending<'a>;
 }
 

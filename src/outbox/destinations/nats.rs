@@ -14,8 +14,10 @@ use tokio::sync::Mutex;
 use super::{Deliver, Outgoing, SendError, Sending};
 use crate::config::stream_subject;
 
-/// JetStream's duplicate window must cover a relay's retry of a message
-/// whose acknowledgement was lost.
+/// The window in which JetStream drops a message whose id it has stored:
+/// a re-send soon after a lost acknowledgement is dropped by the server; a
+/// later one (a retry after backoff, a replay) reaches consumers, who
+/// deduplicate on the id.
 const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 pub struct Nats {

@@ -18,6 +18,10 @@ use crate::domain::{MessageType, Status};
 /// A ledger posting, as its `ledger.posted` message tells it.
 pub struct PostedMessage<'a> {
     pub intent_id: i64,
+    /// The source that recorded the event, and its event id: the
+    /// message's identity.
+    pub source: &'a str,
+    pub event_id: &'a str,
     pub account_id: &'a str,
     pub currency: &'a str,
     pub amount_minor: i64,
@@ -69,6 +73,10 @@ macro_rules! notifying {
     };
 }
 
+/// The event's identity, for a status message's id (the row is locked by
+/// this transaction's status change).
+const INTENT_NAME: &str = "select source, event_id from intents where intent_id = $1";
+
 const ENQUEUE_POSTING_SQLITE: &str = enqueue_posting!();
 const ENQUEUE_POSTING_POSTGRES: &str = notifying!(enqueue_posting!());
 const ENQUEUE_STATUS_SQLITE: &str = enqueue_status!();
@@ -87,7 +95,7 @@ impl WriteTx {
             .taking(MessageType::LedgerPosted)
             .map(str::to_owned)
             .collect();
-        let message_id = MessageType::LedgerPosted.message_id(posted.intent_id);
+        let message_id = MessageType::LedgerPosted.message_id(posted.source, posted.event_id);
         let sql = match self.conn {
             TxConn::Sqlite(..) => ENQUEUE_POSTING_SQLITE,
             TxConn::Postgres(..) => ENQUEUE_POSTING_POSTGRES,
@@ -131,7 +139,14 @@ impl WriteTx {
             .taking(message_type)
             .map(str::to_owned)
             .collect();
-        let message_id = message_type.message_id(intent_id);
+        if destinations.is_empty() {
+            return Ok(());
+        }
+        let (source, event_id): (String, String) = on_tx!(self, conn => sqlx::query_as(INTENT_NAME)
+            .bind(intent_id)
+            .fetch_one(conn)
+            .await)?;
+        let message_id = message_type.message_id(&source, &event_id);
         let sql = match self.conn {
             TxConn::Sqlite(..) => ENQUEUE_STATUS_SQLITE,
             TxConn::Postgres(..) => ENQUEUE_STATUS_POSTGRES,

@@ -1,6 +1,6 @@
 //! The outbox's rows: written by the posting's own transaction
 //! ([`enqueue`]), claimed, completed and re-queued by relays ([`relay`]),
-//! counted for the admin page and metrics ([`stats`]).
+//! counted and listed ([`stats`]).
 //!
 //! Scheduling columns (`next_attempt_ms`, `delivered_ms`) are integer
 //! milliseconds since the epoch, compared as numbers on both backends.

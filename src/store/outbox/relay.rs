@@ -77,9 +77,10 @@ update outbox set leased_by = null, last_error = $4, next_attempt_ms = $5,
     state = case when attempts >= $6 then 'dead' else 'pending' end
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
 
-/// Shutdown: a claim not sent is handed back, due now.
+/// Shutdown: a claim not sent is handed back, due now, its attempt not
+/// counted.
 const RELEASE: &str = "
-update outbox set leased_by = null, next_attempt_ms = $4
+update outbox set leased_by = null, next_attempt_ms = $4, attempts = attempts - 1
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
 
 const REPLAY: &str = "

@@ -1,4 +1,4 @@
-//! Per-destination counts for the admin page and the metrics. Each figure
+//! Per-destination counts (the bench, the tests, the admin page). Each figure
 //! is read through a partial index (pending, dead, recently delivered), so
 //! a week of delivered rows kept for retention costs none of them.
 

@@ -1,0 +1,215 @@
+//! The outbox's chaos test: the real binary posts credits from concurrent
+//! at-least-once senders while its downstream fails for a while and the
+//! process is SIGKILLed; an ordered destination must end with every posting
+//! delivered at least once, the set (deduplicated by id) exactly the ledger,
+//! each account's postings first accepted in `account_seq` order, and no
+//! dead letter.
+//!
+//! Short by default (CI: 300 postings over 10 accounts, the downstream
+//! failing for 5 s, 1 kill, both backends). The full run:
+//! `HOOKLEDGER_OUTBOX_CHAOS_POSTINGS=5000 HOOKLEDGER_OUTBOX_CHAOS_ACCOUNTS=50
+//! HOOKLEDGER_OUTBOX_CHAOS_FAIL_SECS=30 HOOKLEDGER_OUTBOX_CHAOS_KILLS=3`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use hookledger::cli::sign_body;
+use hookledger::secret::Secret;
+use hookledger::store::{PoolSettings, Store};
+
+use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
+use crate::outbox::FORWARD_SECRET;
+use crate::postgres::TestDatabase;
+use crate::process::Server;
+use crate::receiver::{Answer, Receiver};
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Posts one credit until it is answered 2xx, re-signing each attempt.
+async fn post_credit(client: &reqwest::Client, base: &RwLock<String>, n: u64, accounts: u64) {
+    let body = serde_json::json!({
+        "type": "balance.credit",
+        "data": {"account_id": format!("acct_{}", n % accounts), "amount_minor": 100 + n,
+                 "currency": "USD"},
+    });
+    for _ in 0..3000 {
+        let signed = sign_body(
+            "standard-webhooks",
+            &Secret::new(DEMO_SECRET),
+            body.to_string().into_bytes(),
+            &format!("ochaos_{n}"),
+            Utc::now().timestamp(),
+        )
+        .unwrap();
+        let url = format!("{}/webhooks/demo", base.read().unwrap());
+        let mut post = client.post(url).body(signed.body);
+        for (name, value) in &signed.headers {
+            post = post.header(*name, value);
+        }
+        if let Ok(response) = post.send().await {
+            if response.status().is_success() {
+                return;
+            }
+            assert!(response.status().is_server_error(), "{}", response.status());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("ochaos_{n} never got a 2xx");
+}
+
+async fn every_posting_reaches_the_downstream_in_order(backend: Backend) {
+    let postings = setting("HOOKLEDGER_OUTBOX_CHAOS_POSTINGS", 300);
+    let accounts = setting("HOOKLEDGER_OUTBOX_CHAOS_ACCOUNTS", 10);
+    let fail_secs = setting("HOOKLEDGER_OUTBOX_CHAOS_FAIL_SECS", 5);
+    let kills = setting("HOOKLEDGER_OUTBOX_CHAOS_KILLS", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = match &backend {
+        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
+        Backend::Sqlite => None,
+    };
+    let database_url = postgres.as_ref().map_or_else(
+        || format!("sqlite://{}/data/hookledger.db", dir.path().display()),
+        |p| p.url.clone(),
+    );
+    let receiver = Receiver::start(&[], Answer::Status(500)).await;
+    let config = format!(
+        r#"database_url = "{database_url}"
+[admin]
+token = "{ADMIN_TOKEN}"
+[[sources]]
+name = "demo"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+[[destinations]]
+name = "downstream"
+kind = "http"
+url = "{url}"
+secret = "{FORWARD_SECRET}"
+events = ["ledger.posted"]
+ordered_by_account = true
+timeout_secs = 1
+"#,
+        url = receiver.url()
+    );
+    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    let started = Instant::now();
+    let mut server = Server::start(dir.path(), &[], "source demo");
+    let base = Arc::new(RwLock::new(server.base()));
+    let next = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..16)
+        .map(|_| {
+            let (base, next) = (base.clone(), next.clone());
+            tokio::spawn(async move {
+                let client = hookledger::tls::client();
+                loop {
+                    let n = next.fetch_add(1, Ordering::SeqCst) as u64;
+                    if n >= postings {
+                        break;
+                    }
+                    post_credit(&client, &base, n, accounts).await;
+                }
+            })
+        })
+        .collect();
+    let flip = receiver.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(fail_secs)).await;
+        flip.answer_all(Answer::Status(200));
+    });
+    for kill in 0..kills {
+        let target = postings as usize * (kill as usize + 1) / (kills as usize + 1);
+        while next.load(Ordering::SeqCst) < target {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        server.kill();
+        server = Server::start(dir.path(), &[], "source demo");
+        *base.write().unwrap() = server.base();
+    }
+    for sender in senders {
+        sender.await.unwrap();
+    }
+
+    let settings = PoolSettings {
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(10),
+        busy_timeout: Duration::from_secs(10),
+        statement_timeout: Duration::from_secs(30),
+    };
+    let store = Store::connect(&database_url, &settings).await.unwrap();
+    // The ledger: every posting, per account in account_seq order.
+    let mut ledger: BTreeMap<String, Vec<(i64, String, i64)>> = BTreeMap::new();
+    for account in 0..accounts {
+        let id = format!("acct_{account}");
+        let mut entries = store.account_entries(&id, None, 100_000).await.unwrap();
+        entries.sort_by_key(|e| e.account_seq);
+        ledger.insert(
+            id,
+            entries
+                .into_iter()
+                .map(|e| (e.account_seq, e.event_id, e.amount_minor))
+                .collect(),
+        );
+    }
+    let total: usize = ledger.values().map(Vec::len).sum();
+    assert_eq!(total as u64, postings, "every credit posted once");
+    // Wait for the downstream to have every posting.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let accepted = loop {
+        let accepted = receiver.accepted();
+        let ids: HashSet<_> = accepted.iter().map(|r| r.id.clone()).collect();
+        if ids.len() == total {
+            break accepted;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} of {total} postings delivered after 180 s",
+            ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Deduplicated by id, the set is exactly the ledger; each account's
+    // postings were first accepted in account_seq order.
+    let mut first: HashMap<String, &serde_json::Value> = HashMap::new();
+    let mut order: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for received in &accepted {
+        if first.insert(received.id.clone(), &received.body).is_none() {
+            let account = received.body["account_id"].as_str().unwrap().to_owned();
+            let seq = received.body["account_seq"].as_i64().unwrap();
+            order.entry(account).or_default().push(seq);
+        }
+    }
+    for (account, entries) in &ledger {
+        let sent = &order[account];
+        let expected: Vec<i64> = entries.iter().map(|e| e.0).collect();
+        assert_eq!(sent, &expected, "{account}: first accepted in order");
+        for (seq, event_id, amount) in entries {
+            let body = first
+                .values()
+                .find(|b| b["account_id"] == account.as_str() && b["account_seq"] == *seq)
+                .unwrap();
+            assert_eq!(body["event_id"], event_id.as_str());
+            assert_eq!(body["amount_minor"], *amount);
+        }
+    }
+    let stats = store.outbox_stats("downstream", Utc::now()).await.unwrap();
+    assert_eq!(stats.dead, 0, "no dead letters");
+    eprintln!(
+        "outbox chaos: {total} postings, {} requests accepted ({} resent), {kills} kills, \
+         downstream failing {fail_secs} s, {:.1} s",
+        accepted.len(),
+        accepted.len() - total,
+        started.elapsed().as_secs_f64()
+    );
+    drop(server);
+}
+
+crate::both_backends!(every_posting_reaches_the_downstream_in_order);

@@ -34,7 +34,9 @@ create table outbox (
     message_type         text        not null
         check (message_type in ('ledger.posted', 'event.held', 'event.dismissed',
             'event.rejected')),
-    intent_id            bigint      not null references intents (intent_id),
+    -- The event told of (no foreign key: intents are never deleted, and the
+    -- check would cost every posting a lookup and a lock).
+    intent_id            bigint      not null,
     source               text        not null,
     event_id             text        not null,
     event_status         text        not null,
@@ -63,5 +65,4 @@ create index outbox_pending on outbox (destination, outbox_id) where state = 'pe
 -- The ordered destinations' check for an earlier undelivered posting.
 create index outbox_open_by_account on outbox (destination, account_id, currency, account_seq)
     where state <> 'delivered';
-create index outbox_by_intent on outbox (intent_id);
 create index outbox_delivered on outbox (delivered_ms) where state = 'delivered';

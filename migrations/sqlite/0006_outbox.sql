@@ -25,7 +25,7 @@ create table outbox (
     message_type         text    not null
         check (message_type in ('ledger.posted', 'event.held', 'event.dismissed',
             'event.rejected')),
-    intent_id            integer not null references intents (intent_id),
+    intent_id            integer not null,
     source               text    not null,
     event_id             text    not null,
     event_status         text    not null,
@@ -52,5 +52,4 @@ create table outbox (
 create index outbox_pending on outbox (destination, outbox_id) where state = 'pending';
 create index outbox_open_by_account on outbox (destination, account_id, currency, account_seq)
     where state <> 'delivered';
-create index outbox_by_intent on outbox (intent_id);
 create index outbox_delivered on outbox (delivered_ms) where state = 'delivered';

@@ -7,8 +7,8 @@
 //! `hookledger relay`; relays of several instances share the rows through
 //! the claims in `store::outbox`. A relay wakes when a commit wrote
 //! messages (this process's at once, every instance's on PostgreSQL by
-//! `LISTEN/NOTIFY`) and polls every second besides, which also picks up
-//! expired leases and due retries.
+//! `LISTEN/NOTIFY` just after) and polls every second besides, which also
+//! picks up expired leases and due retries.
 
 mod backoff;
 pub mod destinations;
@@ -38,7 +38,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct Relays {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    listener: Option<JoinHandle<()>>,
+    /// The listener and the notifier (PostgreSQL), stopped last.
+    background: Vec<JoinHandle<()>>,
 }
 
 impl Relays {
@@ -61,14 +62,25 @@ impl Relays {
                 tokio::spawn(relay.run(store.outbox().subscribe(), stopped.clone()))
             })
             .collect::<Vec<_>>();
-        let listener = (!tasks.is_empty()).then(|| {
+        let mut background = Vec::new();
+        if !tasks.is_empty() {
             let store = store.clone();
-            tokio::spawn(async move { store.forward_outbox_notifications().await })
-        });
+            background.push(tokio::spawn(async move {
+                store.forward_outbox_notifications().await
+            }));
+        }
+        // Any process that writes messages tells the other instances, also
+        // one that leaves relaying to `hookledger relay`.
+        if !store.outbox().routes().is_empty() {
+            let store = store.clone();
+            background.push(tokio::spawn(
+                async move { store.notify_outbox_commits().await },
+            ));
+        }
         Self {
             stop,
             tasks,
-            listener,
+            background,
         }
     }
 
@@ -79,8 +91,8 @@ impl Relays {
         for task in self.tasks {
             let _ = task.await;
         }
-        if let Some(listener) = self.listener {
-            listener.abort();
+        for task in self.background {
+            task.abort();
         }
     }
 }

@@ -20,6 +20,11 @@ use crate::store::{Attempted, OutboxRow, Store};
 /// Rows claimed at once: also the number of sends in flight per relay (an
 /// ordered destination's claim has at most one per account and currency).
 pub const BATCH: i64 = 64;
+/// After a claim that was not full, how long the relay lets messages
+/// gather before the next: under load a claim then takes a full batch (two
+/// short write transactions per batch, not per message), at the price of
+/// this much latency.
+const LINGER: Duration = Duration::from_millis(20);
 /// How long a claim stays leased beyond the send's own timeout: time to
 /// record the outcome (one short transaction) before another relay may
 /// take the row. Also how long a crashed relay's rows wait to be sent again.
@@ -76,6 +81,7 @@ impl Relay {
                     continue;
                 }
             };
+            let full = rows.len() as i64 >= BATCH;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
             if let Err(error) = self
@@ -91,6 +97,8 @@ impl Relay {
                     outcomes.len()
                 );
                 tokio::time::sleep(self.poll).await;
+            } else if !full {
+                tokio::time::sleep(LINGER).await;
             }
         }
     }

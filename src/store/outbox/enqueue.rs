@@ -12,7 +12,7 @@
 use chrono::{DateTime, Utc};
 
 use super::super::StoreError;
-use super::super::write::{TxConn, WriteTx, on_tx};
+use super::super::write::{WriteTx, on_tx};
 use crate::domain::{MessageType, Status};
 
 /// A ledger posting, as its `ledger.posted` message tells it.
@@ -59,28 +59,8 @@ on conflict (destination, message_id) do nothing"
     };
 }
 
-/// On PostgreSQL the same insert also wakes every instance's relays, in
-/// the same round trip: a notification is delivered only when (and if) the
-/// transaction that sent it commits, and one transaction's identical
-/// notifications are delivered once.
-macro_rules! notifying {
-    ($insert:expr) => {
-        concat!(
-            "with queued as (",
-            $insert,
-            "\nreturning 1)\nselect count(pg_notify('hookledger_outbox', '')) from queued"
-        )
-    };
-}
-
-/// The event's identity, for a status message's id (the row is locked by
-/// this transaction's status change).
-const INTENT_NAME: &str = "select source, event_id from intents where intent_id = $1";
-
-const ENQUEUE_POSTING_SQLITE: &str = enqueue_posting!();
-const ENQUEUE_POSTING_POSTGRES: &str = notifying!(enqueue_posting!());
-const ENQUEUE_STATUS_SQLITE: &str = enqueue_status!();
-const ENQUEUE_STATUS_POSTGRES: &str = notifying!(enqueue_status!());
+const ENQUEUE_POSTING: &str = enqueue_posting!();
+const ENQUEUE_STATUS: &str = enqueue_status!();
 
 impl WriteTx {
     /// A `ledger.posted` message for each destination that takes it.
@@ -96,12 +76,8 @@ impl WriteTx {
             .map(str::to_owned)
             .collect();
         let message_id = MessageType::LedgerPosted.message_id(posted.source, posted.event_id);
-        let sql = match self.conn {
-            TxConn::Sqlite(..) => ENQUEUE_POSTING_SQLITE,
-            TxConn::Postgres(..) => ENQUEUE_POSTING_POSTGRES,
-        };
         for destination in destinations {
-            on_tx!(self, conn => sqlx::query(sql)
+            on_tx!(self, conn => sqlx::query(ENQUEUE_POSTING)
                 .bind(&destination)
                 .bind(&message_id)
                 .bind(posted.account_id)
@@ -142,17 +118,14 @@ impl WriteTx {
         if destinations.is_empty() {
             return Ok(());
         }
-        let (source, event_id): (String, String) = on_tx!(self, conn => sqlx::query_as(INTENT_NAME)
-            .bind(intent_id)
-            .fetch_one(conn)
-            .await)?;
+        let (source, event_id) = self.intent_name(intent_id).await?.ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "intent {intent_id} changed status but is not stored"
+            ))
+        })?;
         let message_id = message_type.message_id(&source, &event_id);
-        let sql = match self.conn {
-            TxConn::Sqlite(..) => ENQUEUE_STATUS_SQLITE,
-            TxConn::Postgres(..) => ENQUEUE_STATUS_POSTGRES,
-        };
         for destination in destinations {
-            on_tx!(self, conn => sqlx::query(sql)
+            on_tx!(self, conn => sqlx::query(ENQUEUE_STATUS)
                 .bind(&destination)
                 .bind(&message_id)
                 .bind(message_type.as_str())

@@ -23,12 +23,16 @@ use crate::domain::Routes;
 pub use relay::{Attempted, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
 
-/// Where this process's postings are told: the configured routes, and the
-/// signal that wakes this process's relays when a commit wrote messages.
+/// Where this process's postings are told: the configured routes, the
+/// signal that wakes this process's relays (a commit here that wrote
+/// messages, or on PostgreSQL a notification from any instance), and the
+/// signal of this process's own such commits (which the notifier passes on
+/// to the other instances).
 #[derive(Debug, Clone)]
 pub struct Outbox {
     routes: Routes,
     wake: Arc<watch::Sender<u64>>,
+    committed: Arc<watch::Sender<u64>>,
 }
 
 impl Default for Outbox {
@@ -36,6 +40,7 @@ impl Default for Outbox {
         Self {
             routes: Routes::default(),
             wake: Arc::new(watch::channel(0).0),
+            committed: Arc::new(watch::channel(0).0),
         }
     }
 }
@@ -50,8 +55,21 @@ impl Outbox {
         self.wake.subscribe()
     }
 
+    /// Sees every commit of this process that wrote messages, after this
+    /// call.
+    pub fn commits(&self) -> watch::Receiver<u64> {
+        self.committed.subscribe()
+    }
+
+    /// Wakes this process's relays.
     pub(super) fn wake(&self) {
         self.wake.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A commit here wrote messages.
+    pub(super) fn committed(&self) {
+        self.wake();
+        self.committed.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

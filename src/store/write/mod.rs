@@ -357,15 +357,15 @@ impl WriteTx {
     }
 
     /// Commits; if the transaction wrote messages, wakes this process's
-    /// relays (on PostgreSQL every instance's are woken by the notification
-    /// the messages' own statements sent, delivered with the commit).
+    /// relays (and its notifier, which wakes the other instances'; see
+    /// `store::outbox::listen`).
     pub async fn commit(self) -> Result<(), StoreError> {
         match self.conn {
             TxConn::Sqlite(tx, _turn) => tx.commit().await?,
             TxConn::Postgres(tx) => tx.commit().await?,
         }
         if self.queued {
-            self.outbox.wake();
+            self.outbox.committed();
         }
         Ok(())
     }

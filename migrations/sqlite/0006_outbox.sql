@@ -53,3 +53,5 @@ create index outbox_pending on outbox (destination, outbox_id) where state = 'pe
 create index outbox_open_by_account on outbox (destination, account_id, currency, account_seq)
     where state <> 'delivered';
 create index outbox_delivered on outbox (delivered_ms) where state = 'delivered';
+-- Dead letters, listed and counted per destination.
+create index outbox_dead on outbox (destination, outbox_id) where state = 'dead';

@@ -10,6 +10,7 @@ mod gaps;
 mod guard_api;
 mod guard_pages;
 mod guards;
+mod outbox;
 mod pages;
 mod target;
 mod throttle;
@@ -68,6 +69,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .finish(),
             )
             .service(Endpoint::new("/gap").get(gap_pages::gap_page).finish())
+            .service(
+                Endpoint::new("/outbox/replay")
+                    .post(outbox::replay)
+                    .finish(),
+            )
             .service(
                 Endpoint::new("/gap/skip")
                     .post(gap_pages::skip_gap)
@@ -153,6 +159,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .finish(),
             )
             .service(Endpoint::new("/api/metrics").get(api::metrics).finish())
+            .service(Endpoint::new("/api/outbox").get(outbox::api).finish())
             .service(Endpoint::new("/api/check").get(api::check).finish()),
     );
 }

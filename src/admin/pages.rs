@@ -46,6 +46,8 @@ struct DashboardPage {
     recent: Vec<EventView>,
     balances: Vec<BalanceView>,
     counters: Counters,
+    outbox: Vec<super::outbox::DestinationView>,
+    message: Option<&'static str>,
 }
 
 #[derive(Template)]
@@ -55,6 +57,8 @@ struct EventPage {
     event: EventDetailView,
     audit: Vec<AuditView>,
     message: Option<&'static str>,
+    /// What the event told other systems.
+    messages: Vec<super::outbox::MessageView>,
 }
 
 pub(super) fn html(
@@ -99,6 +103,7 @@ pub async fn to_dashboard() -> HttpResponse {
 pub async fn dashboard(
     admin: Option<PageAdmin>,
     context: Data<Context>,
+    flash: Query<Flash>,
 ) -> Result<HttpResponse, ApiError> {
     let Some(admin) = admin else {
         return html(
@@ -153,6 +158,9 @@ pub async fn dashboard(
             .map(BalanceView::from)
             .collect(),
         counters: context.metrics.snapshot(),
+        outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
+        message: (flash.done.as_deref() == Some("replay"))
+            .then_some("Re-queued: the message will be sent again, with the same id."),
     };
     html(actix_web::http::StatusCode::OK, &page)
 }
@@ -189,6 +197,7 @@ pub async fn event_page(
         event: event.into(),
         audit: audit.into_iter().map(AuditView::from).collect(),
         message,
+        messages: super::outbox::event_messages(&context.store, &source, &event_id).await?,
     };
     html(actix_web::http::StatusCode::OK, &page)
 }

@@ -110,6 +110,7 @@ pub fn routes(destinations: &[Destination]) -> Routes {
             .map(|d| Route {
                 destination: d.name.clone(),
                 types: d.types.clone(),
+                ordered: d.ordered_by_account,
             })
             .collect(),
     )

@@ -94,6 +94,9 @@ impl FromStr for MessageType {
 pub struct Route {
     pub destination: String,
     pub types: Vec<MessageType>,
+    /// In `account_seq` order per account (a failing message blocks its
+    /// account).
+    pub ordered: bool,
 }
 
 /// Every configured destination's route; empty when there are none, and
@@ -116,6 +119,10 @@ impl Routes {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Route> {
+        self.0.iter()
     }
 }
 
@@ -160,10 +167,12 @@ mod tests {
             Route {
                 destination: "billing".into(),
                 types: vec![MessageType::LedgerPosted],
+                ordered: true,
             },
             Route {
                 destination: "bus".into(),
                 types: MessageType::ALL.to_vec(),
+                ordered: false,
             },
         ]);
         let posted: Vec<_> = routes.taking(MessageType::LedgerPosted).collect();

@@ -47,6 +47,7 @@ mod operator_edges;
 mod ordering;
 mod ordering_load;
 mod outbox;
+mod outbox_admin;
 mod outbox_chaos;
 mod outbox_faults;
 mod outbox_nats;

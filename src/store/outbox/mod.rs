@@ -5,6 +5,7 @@
 //! Scheduling columns (`next_attempt_ms`, `delivered_ms`) are integer
 //! milliseconds since the epoch, compared as numbers on both backends.
 
+mod admin;
 mod enqueue;
 mod listen;
 pub use enqueue::PostedMessage;

@@ -24,7 +24,8 @@ const DEAD: &str = "
 select count(*) from outbox where destination = $1 and state = 'dead'";
 
 const MESSAGES: &str = "
-select outbox_id, destination, message_id, message_type, event_id, account_id, currency,
+select outbox_id, destination, message_id, message_type, source, event_id, account_id,
+    currency,
     account_seq, state, attempts, last_error, created_at, delivered_ms
 from outbox where destination = $1 and outbox_id > $2
 order by outbox_id limit $3";
@@ -36,6 +37,7 @@ pub struct OutboxEntry {
     pub destination: String,
     pub message_id: String,
     pub message_type: String,
+    pub source: String,
     pub event_id: String,
     pub account_id: Option<String>,
     pub currency: Option<String>,

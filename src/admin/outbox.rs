@@ -1,0 +1,180 @@
+//! The outbox on the admin: per destination what is pending, in flight,
+//! delivered and dead, and which accounts are blocked; per event which
+//! destinations got its messages and when; the audited replay of a dead
+//! letter; and the same as JSON.
+
+use actix_web::HttpRequest;
+use actix_web::HttpResponse;
+use actix_web::web::{Data, Form, Json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::auth::{BearerAdmin, PageAdmin, check_csrf};
+use super::pages::see_other;
+use super::target::event_href;
+use super::view::{duration, time};
+use crate::context::Context;
+use crate::http::ApiError;
+use crate::store::{OutboxEntry, OutboxStats, Store};
+
+/// Dead letters listed per destination.
+const DEAD_SHOWN: i64 = 20;
+
+/// One destination, as the dashboard shows it.
+#[derive(Debug, Serialize)]
+pub struct DestinationView {
+    pub name: String,
+    pub pending: i64,
+    pub in_flight: i64,
+    pub oldest_pending: String,
+    pub delivered_last_hour: i64,
+    pub dead: i64,
+    /// Ordered destinations only.
+    pub blocked_accounts: Option<i64>,
+    pub dead_letters: Vec<MessageView>,
+}
+
+/// One message row.
+#[derive(Debug, Serialize)]
+pub struct MessageView {
+    pub destination: String,
+    pub message_id: String,
+    pub message_type: String,
+    pub event_id: String,
+    /// The event's page.
+    pub event_href: String,
+    pub account: String,
+    pub state: String,
+    pub attempts: i64,
+    pub last_error: String,
+    pub delivered: String,
+    pub written: String,
+}
+
+impl MessageView {
+    fn new(row: OutboxEntry) -> Self {
+        let account = match (&row.account_id, &row.currency, row.account_seq) {
+            (Some(a), Some(c), Some(seq)) => format!("{a} {c} #{seq}"),
+            (Some(a), _, _) => a.clone(),
+            _ => String::new(),
+        };
+        Self {
+            delivered: row
+                .delivered_ms
+                .and_then(DateTime::<Utc>::from_timestamp_millis)
+                .map(time)
+                .unwrap_or_default(),
+            written: time(row.created_at),
+            event_href: event_href(&row.source, &row.event_id),
+            destination: row.destination,
+            message_id: row.message_id,
+            message_type: row.message_type,
+            event_id: row.event_id,
+            account,
+            state: row.state,
+            attempts: row.attempts,
+            last_error: row.last_error.unwrap_or_default(),
+        }
+    }
+}
+
+/// Every configured destination's figures and latest dead letters.
+pub async fn destinations(
+    store: &Store,
+    now: DateTime<Utc>,
+) -> Result<Vec<DestinationView>, ApiError> {
+    let mut views = Vec::new();
+    for route in store.outbox().routes().iter() {
+        let name = &route.destination;
+        let OutboxStats {
+            pending,
+            in_flight,
+            oldest_pending_at,
+            delivered_last_hour,
+            dead,
+            ..
+        } = store.outbox_stats(name, now).await?;
+        let blocked_accounts = match route.ordered {
+            true => Some(store.blocked_accounts(name).await?),
+            false => None,
+        };
+        views.push(DestinationView {
+            name: name.clone(),
+            pending,
+            in_flight,
+            oldest_pending: oldest_pending_at
+                .map(|at| duration((now - at).num_seconds().max(0)))
+                .unwrap_or_default(),
+            delivered_last_hour,
+            dead,
+            blocked_accounts,
+            dead_letters: store
+                .dead_letters(name, DEAD_SHOWN)
+                .await?
+                .into_iter()
+                .map(MessageView::new)
+                .collect(),
+        });
+    }
+    Ok(views)
+}
+
+/// The messages of one event, for its page.
+pub async fn event_messages(
+    store: &Store,
+    source: &str,
+    event_id: &str,
+) -> Result<Vec<MessageView>, ApiError> {
+    Ok(store
+        .event_messages(source, event_id)
+        .await?
+        .into_iter()
+        .map(MessageView::new)
+        .collect())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReplayForm {
+    #[serde(default)]
+    csrf: String,
+    destination: String,
+    message_id: String,
+}
+
+/// `POST /admin/outbox/replay`: one dead (or delivered) message sent again,
+/// with its id; audited on its event.
+pub async fn replay(
+    admin: PageAdmin,
+    context: Data<Context>,
+    request: HttpRequest,
+    form: Form<ReplayForm>,
+) -> Result<HttpResponse, ApiError> {
+    check_csrf(&request, &admin, &context, &form.csrf)?;
+    let replayed = context
+        .store
+        .replay_message(
+            &form.destination,
+            &form.message_id,
+            admin.actor(),
+            context.clock.now(),
+        )
+        .await?;
+    if !replayed {
+        return Err(ApiError::Conflict(
+            "that message is not dead or delivered (already pending, or unknown)".into(),
+        ));
+    }
+    tracing::info!(
+        destination = form.destination,
+        message_id = form.message_id,
+        "operator re-queued an outbox message"
+    );
+    Ok(see_other("/admin?done=replay#outbox"))
+}
+
+/// `GET /admin/api/outbox`: every destination's figures and dead letters.
+pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
+    let views = destinations(&context.store, Utc::now()).await?;
+    Ok(Json(json!({ "destinations": views })))
+}

@@ -1,0 +1,124 @@
+//! What the admin shows of the outbox: each destination's dead letters and
+//! blocked accounts, each event's messages, and the audited replay of one
+//! message.
+
+use chrono::{DateTime, Utc};
+
+use super::super::write::on_tx;
+use super::super::{NewAudit, Store, StoreError, on_pool};
+use super::OutboxEntry;
+
+const DEAD_LETTERS: &str = "
+select outbox_id, destination, message_id, message_type, source, event_id, account_id,
+    currency,
+    account_seq, state, attempts, last_error, created_at, delivered_ms
+from outbox where destination = $1 and state = 'dead'
+order by outbox_id desc limit $2";
+
+/// Accounts (and currencies) an ordered destination cannot send on: a
+/// posting that is dead, or pending after a failed attempt, holds the ones
+/// behind it.
+const BLOCKED: &str = "
+select count(*) from (
+    select distinct account_id, currency from outbox
+    where destination = $1 and account_seq is not null and last_error is not null
+        and state in ('pending', 'dead')) blocked";
+
+const MESSAGE: &str = "
+select outbox_id, destination, message_id, message_type, source, event_id, account_id,
+    currency,
+    account_seq, state, attempts, last_error, created_at, delivered_ms
+from outbox where destination = $1 and message_id = $2";
+
+/// Re-queues one dead or delivered message (the same id, attempts afresh).
+const REPLAY_ONE: &str = "
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
+    delivered_ms = null
+where destination = $1 and message_id = $2 and state in ('dead', 'delivered')
+returning source, event_id";
+
+impl Store {
+    pub async fn dead_letters(
+        &self,
+        destination: &str,
+        limit: i64,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(DEAD_LETTERS)
+            .bind(destination)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
+    }
+
+    pub async fn blocked_accounts(&self, destination: &str) -> Result<i64, StoreError> {
+        let (count,): (i64,) = on_pool!(self, pool => sqlx::query_as(BLOCKED)
+            .bind(destination)
+            .fetch_one(pool)
+            .await)?;
+        Ok(count)
+    }
+
+    /// Every message the event `(source, event_id)` wrote, to every
+    /// configured destination (found by their ids, which the event
+    /// determines).
+    pub async fn event_messages(
+        &self,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut found = Vec::new();
+        for route in self.outbox().routes().iter() {
+            for message_type in &route.types {
+                let id = message_type.message_id(source, event_id);
+                let row: Option<OutboxEntry> = on_pool!(self, pool => sqlx::query_as(MESSAGE)
+                    .bind(&route.destination)
+                    .bind(&id)
+                    .fetch_optional(pool)
+                    .await)?;
+                found.extend(row);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Re-queues one message and audits it, in one transaction; false if
+    /// it is not dead or delivered (pending already, or unknown).
+    pub async fn replay_message(
+        &self,
+        destination: &str,
+        message_id: &str,
+        actor: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin().await?;
+        let row: Option<(String, String)> = on_tx!(&mut tx, conn => sqlx::query_as(REPLAY_ONE)
+            .bind(destination)
+            .bind(message_id)
+            .bind(now.timestamp_millis())
+            .fetch_optional(conn)
+            .await)?;
+        let Some((source, event_id)) = row else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let status = tx.intent_status(&source, &event_id).await?.ok_or_else(|| {
+            StoreError::Corrupt(format!("message {message_id} tells of no stored event"))
+        })?;
+        let detail = format!("re-queued message {message_id} for destination {destination}");
+        tx.insert_audit(&NewAudit {
+            action: "outbox_replay",
+            source: &source,
+            event_id: Some(&event_id),
+            account_id: None,
+            previous_status: status,
+            actor,
+            note: None,
+            detail: Some(&detail),
+            created_at: now,
+        })
+        .await?;
+        tx.queued = true;
+        tx.commit().await?;
+        Ok(true)
+    }
+}

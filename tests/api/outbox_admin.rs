@@ -1,0 +1,102 @@
+//! The outbox on the admin: a dead letter is shown with its last error, its
+//! account counted as blocked, the event page says where its messages went,
+//! and "Send again" re-queues it (audited, same id), after which it is
+//! delivered.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+
+use crate::browser::{csrf_in, login, page, post_form};
+use crate::helpers::*;
+use crate::outbox::{drained, http_destination};
+use crate::receiver::{Answer, Receiver};
+
+async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(500)).await;
+    let destination = http_destination(
+        "billing",
+        &receiver.url(),
+        "max_attempts = 1\nordered_by_account = true",
+    );
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &destination,
+            ..Options::default()
+        },
+    )
+    .await;
+    app.send_ok(&credit("evt_1", "cus_1", 1500)).await;
+    drained(&app, "billing", Duration::from_secs(20)).await;
+
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(dashboard.contains("Dead letters: billing"), "{dashboard}");
+    assert!(dashboard.contains("answered HTTP 500"), "{dashboard}");
+    let api = app.admin_get("/admin/api/outbox").await;
+    let api: serde_json::Value = json_with_status(api, StatusCode::OK).await;
+    let billing = &api["destinations"][0];
+    assert_eq!(
+        (&billing["dead"], &billing["blocked_accounts"]),
+        (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    let message_id = billing["dead_letters"][0]["message_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let event = page(&app, "/admin/event?source=demo&id=evt_1", &cookie).await;
+    assert!(event.contains("Told to other systems") && event.contains(&message_id));
+
+    receiver.answer_all(Answer::Status(200));
+    let csrf = csrf_in(&dashboard);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("destination", "billing"),
+        ("message_id", message_id.as_str()),
+    ];
+    let forged = [("csrf", "00"), form[1], form[2]];
+    let refused = post_form(
+        &app,
+        "/admin/outbox/replay",
+        &cookie,
+        Some(&app.address),
+        &forged,
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let sent = post_form(
+        &app,
+        "/admin/outbox/replay",
+        &cookie,
+        Some(&app.address),
+        &form,
+    )
+    .await;
+    assert_eq!(sent.status(), StatusCode::SEE_OTHER);
+    let messages = drained(&app, "billing", Duration::from_secs(20)).await;
+    assert_eq!(messages[0].state, "delivered");
+    let accepted = receiver.accepted();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(accepted[0].id, message_id, "the same id");
+    // Audited on the event; a message that is not dead or delivered (here
+    // an unknown one) is refused.
+    let event = page(&app, "/admin/event?source=demo&id=evt_1", &cookie).await;
+    assert!(event.contains("outbox_replay"), "{event}");
+    assert!(event.contains("delivered"), "{event}");
+    let again = post_form(
+        &app,
+        "/admin/outbox/replay",
+        &cookie,
+        Some(&app.address),
+        &[
+            ("csrf", csrf.as_str()),
+            ("destination", "billing"),
+            ("message_id", "msg_unknown"),
+        ],
+    )
+    .await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+}
+
+both_backends!(a_dead_letter_is_shown_and_sent_again_from_the_page);

@@ -47,26 +47,10 @@ pub async fn purge_outbox(store: &Store, days: u32) -> u64 {
         return 0;
     }
     let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
-    let mut deleted = 0;
-    for _ in 0..BATCHES_PER_RUN {
-        match store
-            .purge_delivered(cutoff.timestamp_millis(), BATCH)
-            .await
-        {
-            Ok(n) => {
-                deleted += n;
-                if n < BATCH as u64 {
-                    break;
-                }
-            }
-            Err(error) => {
-                tracing::warn!("retention: outbox purge failed, retried next run: {error}");
-                break;
-            }
-        }
-        tokio::time::sleep(PAUSE).await;
-    }
-    deleted
+    in_batches("outbox purge", || {
+        store.purge_delivered(cutoff.timestamp_millis(), BATCH)
+    })
+    .await
 }
 
 /// One run: how many payloads it emptied.
@@ -76,21 +60,32 @@ async fn run(context: &Context, retention: Retention) -> u64 {
     }
     let now = context.clock.now();
     let cutoff = now - chrono::Duration::days(i64::from(retention.payload_days));
-    let mut purged = 0;
+    in_batches("purge", || context.store.purge_payloads(cutoff, BATCH, now)).await
+}
+
+/// Runs `batch` until it does less than a whole batch, at most
+/// `BATCHES_PER_RUN` times with a pause between; how many rows in all. A
+/// failure ends the run (the next run tries again).
+async fn in_batches<F, Fut>(what: &str, batch: F) -> u64
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<u64, crate::store::StoreError>>,
+{
+    let mut done = 0;
     for _ in 0..BATCHES_PER_RUN {
-        match context.store.purge_payloads(cutoff, BATCH, now).await {
+        match batch().await {
             Ok(n) => {
-                purged += n;
+                done += n;
                 if n < BATCH as u64 {
                     break;
                 }
             }
             Err(error) => {
-                tracing::warn!("retention: purge failed, retried next run: {error}");
+                tracing::warn!("retention: {what} failed, retried next run: {error}");
                 break;
             }
         }
         tokio::time::sleep(PAUSE).await;
     }
-    purged
+    done
 }

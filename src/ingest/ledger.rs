@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{NewLedgerEntry, PostedMessage, StoreError, WriteTx};
+use crate::store::{NewLedgerEntry, StoreError, WriteTx};
 
 /// A balance movement about to be posted, by ingest, a release or an operator.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +38,7 @@ pub(crate) async fn post_to_ledger(
             now,
         )
         .await?;
-    tx.insert_ledger_entry(&NewLedgerEntry {
+    let entry = NewLedgerEntry {
         intent_id: posting.intent_id,
         credits_payment,
         source: posting.source,
@@ -51,23 +51,8 @@ pub(crate) async fn post_to_ledger(
         object_id: posting.object_id,
         operator_applied: posting.operator_applied,
         created_at: now,
-    })
-    .await?;
-    tx.enqueue_posting(
-        &PostedMessage {
-            intent_id: posting.intent_id,
-            source: posting.source,
-            event_id: posting.event_id,
-            account_id: posting.account_id,
-            currency: posting.currency,
-            amount_minor: posting.amount_minor,
-            balance_after_minor,
-            account_seq,
-            object_id: posting.object_id,
-            operator_applied: posting.operator_applied,
-        },
-        now,
-    )
-    .await?;
+    };
+    tx.insert_ledger_entry(&entry).await?;
+    tx.enqueue_posting(&entry).await?;
     Ok(balance_after_minor)
 }

@@ -25,7 +25,7 @@ use sqlx::{PgPool, SqlitePool};
 
 pub use check::Violation;
 pub use error::StoreError;
-pub use outbox::{Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, PostedMessage, Replay};
+pub use outbox::{Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, Replay};
 pub use read::EventFilter;
 pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,

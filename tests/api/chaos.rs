@@ -27,10 +27,9 @@ use hookledger::cli::signed_sample;
 use hookledger::providers::Sample;
 use hookledger::rng::SplitMix64 as Rng;
 use hookledger::secret::Secret;
-use hookledger::store::{EventFilter, PoolSettings, Store};
+use hookledger::store::EventFilter;
 
 use crate::helpers::Backend;
-use crate::postgres::TestDatabase;
 use crate::process::Server;
 
 fn setting(name: &str, default: u64) -> u64 {
@@ -196,14 +195,8 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
     );
     eprintln!("chaos seed {seed}: HOOKLEDGER_CHAOS_SEED={seed} replays it");
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let database_url = postgres.as_ref().map_or_else(
-        || format!("sqlite://{}/data/hookledger.db", dir.path().display()),
-        |p| p.url.clone(),
-    );
+    let (database_url, postgres) =
+        crate::postgres::database_for(&backend, &dir.path().join("data/hookledger.db")).await;
     let env = [("HOOKLEDGER_DATABASE_URL", database_url.as_str())];
     let mut server = Server::start(dir.path(), &env, "note");
     let base = Arc::new(RwLock::new(server.base()));
@@ -253,13 +246,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
     }
     drop(server);
 
-    let settings = PoolSettings {
-        max_connections: 2,
-        acquire_timeout: Duration::from_secs(10),
-        busy_timeout: Duration::from_secs(10),
-        statement_timeout: Duration::from_secs(30),
-    };
-    let store = Store::connect(&database_url, &settings).await.unwrap();
+    let store = crate::postgres::side_store(&database_url).await;
     assert_eq!(store.check_invariants().await.unwrap(), [], "seed {seed}");
     let mut stored: HashMap<String, (String, i64)> = HashMap::new();
     let mut before = None;

@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use crate::helpers::{ADMIN_TOKEN, Backend};
-use crate::postgres::TestDatabase;
 use crate::process::{Server, hookledger};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/paypal");
@@ -76,14 +75,8 @@ fn send(dir: &Path, server: &Server, kind: &str, secret: &[&str]) -> String {
 
 async fn every_kind_signs_with_send_and_credits_once(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let database_url = postgres.as_ref().map_or_else(
-        || format!("sqlite://{}/hookledger.db", dir.path().display()),
-        |p| p.url.clone(),
-    );
+    let (database_url, _postgres) =
+        crate::postgres::database_for(&backend, &dir.path().join("hookledger.db")).await;
     let file = dir.path().join("hookledger.toml");
     std::fs::write(&file, config(&database_url)).unwrap();
     let server = Server::start(

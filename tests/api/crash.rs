@@ -13,11 +13,10 @@ use futures::stream;
 use hookledger::cli::signed_sample;
 use hookledger::providers::Sample;
 use hookledger::secret::Secret;
-use hookledger::store::{PoolSettings, Store};
+use hookledger::store::Store;
 use serde_json::Value;
 
 use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
-use crate::postgres::TestDatabase;
 use crate::process::Server;
 
 /// Parked before the gap closes; released 2 per transaction.
@@ -92,14 +91,8 @@ async fn waiting(database: &Store) -> i64 {
 
 async fn a_killed_release_cascade_finishes_after_a_restart(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let database_url = postgres.as_ref().map_or_else(
-        || format!("sqlite://{}/hookledger.db", dir.path().display()),
-        |p| p.url.clone(),
-    );
+    let (database_url, _postgres) =
+        crate::postgres::database_for(&backend, &dir.path().join("hookledger.db")).await;
     std::fs::write(dir.path().join("hookledger.toml"), config(&database_url)).unwrap();
     let mut server = Server::start(dir.path(), &[], "admin page");
     let client = hookledger::tls::client();
@@ -113,13 +106,7 @@ async fn a_killed_release_cascade_finishes_after_a_restart(backend: Backend) {
     let closing = deliver(&client, &server, 1).await;
     assert_eq!(closing["released"], 2);
     // Kill once the drain task has committed at least one step of its own.
-    let settings = PoolSettings {
-        max_connections: 1,
-        acquire_timeout: Duration::from_secs(5),
-        busy_timeout: Duration::from_secs(5),
-        statement_timeout: Duration::from_secs(5),
-    };
-    let database = Store::connect(&database_url, &settings).await.unwrap();
+    let database = crate::postgres::side_store(&database_url).await;
     let mut left = BACKLOG - 2;
     for _ in 0..2000 {
         left = waiting(&database).await;

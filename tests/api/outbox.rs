@@ -44,6 +44,18 @@ secret = "{FORWARD_SECRET}"
     )
 }
 
+/// A test app with `destinations` (config text) after its sources.
+pub async fn app_with(backend: Backend, destinations: &str) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: destinations,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
 /// Waits until `destination` has nothing pending; its messages.
 pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<OutboxEntry> {
     let started = Instant::now();
@@ -85,14 +97,7 @@ async fn a_posting_reaches_a_second_instance_once(backend: Backend) {
         &b.url("/webhooks/upstream"),
         "events = [\"ledger.posted\"]\nordered_by_account = true",
     );
-    let a = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destination,
-            ..Options::default()
-        },
-    )
-    .await;
+    let a = app_with(backend, &destination).await;
     let mut expected = std::collections::BTreeMap::new();
     for i in 0..30 {
         let account = format!("cus_{}", i % 4);

@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 
 use crate::browser::{csrf_in, login, page, post_form};
 use crate::helpers::*;
-use crate::outbox::{drained, http_destination};
+use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
 
 async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
@@ -19,14 +19,7 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
         &receiver.url(),
         "max_attempts = 1\nordered_by_account = true",
     );
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destination,
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = app_with(backend, &destination).await;
     app.send_ok(&credit("evt_1", "cus_1", 1500)).await;
     drained(&app, "billing", Duration::from_secs(20)).await;
 

@@ -18,11 +18,9 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use hookledger::cli::sign_body;
 use hookledger::secret::Secret;
-use hookledger::store::{PoolSettings, Store};
 
 use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
 use crate::outbox::FORWARD_SECRET;
-use crate::postgres::TestDatabase;
 use crate::process::Server;
 use crate::receiver::{Answer, Receiver};
 
@@ -71,14 +69,8 @@ async fn every_posting_reaches_the_downstream_in_order(backend: Backend) {
     let fail_secs = setting("HOOKLEDGER_OUTBOX_CHAOS_FAIL_SECS", 5);
     let kills = setting("HOOKLEDGER_OUTBOX_CHAOS_KILLS", 1);
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let database_url = postgres.as_ref().map_or_else(
-        || format!("sqlite://{}/data/hookledger.db", dir.path().display()),
-        |p| p.url.clone(),
-    );
+    let (database_url, _postgres) =
+        crate::postgres::database_for(&backend, &dir.path().join("data/hookledger.db")).await;
     let receiver = Receiver::start(&[], Answer::Status(500)).await;
     let config = format!(
         r#"database_url = "{database_url}"
@@ -138,13 +130,7 @@ timeout_secs = 1
         sender.await.unwrap();
     }
 
-    let settings = PoolSettings {
-        max_connections: 2,
-        acquire_timeout: Duration::from_secs(10),
-        busy_timeout: Duration::from_secs(10),
-        statement_timeout: Duration::from_secs(30),
-    };
-    let store = Store::connect(&database_url, &settings).await.unwrap();
+    let store = crate::postgres::side_store(&database_url).await;
     // The ledger: every posting, per account in account_seq order.
     let mut ledger: BTreeMap<String, Vec<(i64, String, i64)>> = BTreeMap::new();
     for account in 0..accounts {

@@ -8,19 +8,11 @@ use chrono::Utc;
 use hookledger::store::Replay;
 
 use crate::helpers::*;
-use crate::outbox::{drained, http_destination};
+use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
 
 async fn app_sending_to(backend: Backend, url: &str, extra: &str) -> TestApp {
-    let destination = http_destination("flaky", url, extra);
-    TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destination,
-            ..Options::default()
-        },
-    )
-    .await
+    app_with(backend, &http_destination("flaky", url, extra)).await
 }
 
 async fn failures_and_timeouts_are_retried_until_acknowledged(backend: Backend) {

@@ -10,7 +10,7 @@ use chrono::Utc;
 use hookledger::store::Replay;
 
 use crate::helpers::*;
-use crate::outbox::drained;
+use crate::outbox::{app_with, drained};
 
 /// The NATS server to test against, if one is named.
 fn nats_url(test: &str) -> Option<String> {
@@ -43,14 +43,7 @@ subject = "{prefix}.{{type}}.{{currency}}"
 stream = "{stream}"
 "#
     );
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destination,
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = app_with(backend, &destination).await;
     for i in 0..5 {
         app.send_ok(&credit(&format!("evt_{i}"), "cus_1", 100 + i))
             .await;

@@ -6,22 +6,14 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hookledger::domain::Status;
-use hookledger::store::{IntentUpsert, NewIntent, PostedMessage, Store};
+use hookledger::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store};
 
 use crate::helpers::*;
-use crate::outbox::{drained, http_destination};
+use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
 
 async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
-    let destination = http_destination("sink", &receiver.url(), "");
-    TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destination,
-            ..Options::default()
-        },
-    )
-    .await
+    app_with(backend, &http_destination("sink", &receiver.url(), "")).await
 }
 
 /// A posting's intent and its message, written in `tx` but not committed.
@@ -52,8 +44,9 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
     let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };
-    let message = PostedMessage {
+    let entry = NewLedgerEntry {
         intent_id,
+        credits_payment: None,
         source: "demo",
         event_id,
         account_id: "cus_1",
@@ -63,8 +56,9 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
         account_seq: intent_id,
         object_id: None,
         operator_applied: false,
+        created_at: Utc::now(),
     };
-    tx.enqueue_posting(&message, Utc::now()).await.unwrap();
+    tx.enqueue_posting(&entry).await.unwrap();
     tx
 }
 

@@ -137,3 +137,32 @@ fn database_names_are_replaced_in_urls() {
         "postgres://u@h/x?sslmode=disable"
     );
 }
+
+/// The database of a test that runs the binary: a new PostgreSQL database
+/// (kept alive by the returned guard), or the SQLite file `sqlite_file`.
+pub async fn database_for(
+    backend: &crate::backend::Backend,
+    sqlite_file: &std::path::Path,
+) -> (String, Option<TestDatabase>) {
+    match backend {
+        crate::backend::Backend::Postgres(url) => {
+            let database = TestDatabase::create(url).await;
+            (database.url.clone(), Some(database))
+        }
+        crate::backend::Backend::Sqlite => (format!("sqlite://{}", sqlite_file.display()), None),
+    }
+}
+
+/// A small store of the test's own on the database a binary under test
+/// uses, to read what it wrote.
+pub async fn side_store(database_url: &str) -> hookledger::store::Store {
+    let settings = hookledger::store::PoolSettings {
+        max_connections: 2,
+        acquire_timeout: std::time::Duration::from_secs(10),
+        busy_timeout: std::time::Duration::from_secs(10),
+        statement_timeout: std::time::Duration::from_secs(30),
+    };
+    hookledger::store::Store::connect(database_url, &settings)
+        .await
+        .expect("the test reaches the binary's database")
+}

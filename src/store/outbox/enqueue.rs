@@ -11,25 +11,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::super::StoreError;
 use super::super::write::{WriteTx, on_tx};
+use super::super::{NewLedgerEntry, StoreError};
 use crate::domain::{MessageType, Status};
-
-/// A ledger posting, as its `ledger.posted` message tells it.
-pub struct PostedMessage<'a> {
-    pub intent_id: i64,
-    /// The source that recorded the event, and its event id: the
-    /// message's identity.
-    pub source: &'a str,
-    pub event_id: &'a str,
-    pub account_id: &'a str,
-    pub currency: &'a str,
-    pub amount_minor: i64,
-    pub balance_after_minor: i64,
-    pub account_seq: i64,
-    pub object_id: Option<&'a str>,
-    pub operator_applied: bool,
-}
 
 macro_rules! enqueue_posting {
     () => {
@@ -63,12 +47,9 @@ const ENQUEUE_POSTING: &str = enqueue_posting!();
 const ENQUEUE_STATUS: &str = enqueue_status!();
 
 impl WriteTx {
-    /// A `ledger.posted` message for each destination that takes it.
-    pub async fn enqueue_posting(
-        &mut self,
-        posted: &PostedMessage<'_>,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    /// A `ledger.posted` message for each destination that takes it: the
+    /// ledger entry `posted` tells of.
+    pub async fn enqueue_posting(&mut self, posted: &NewLedgerEntry<'_>) -> Result<(), StoreError> {
         let destinations: Vec<String> = self
             .outbox()
             .routes()
@@ -86,7 +67,7 @@ impl WriteTx {
                 .bind(posted.balance_after_minor)
                 .bind(posted.account_seq)
                 .bind(posted.object_id)
-                .bind(now)
+                .bind(posted.created_at)
                 .bind(posted.operator_applied)
                 .bind(posted.intent_id)
                 .execute(conn)

@@ -8,7 +8,6 @@
 mod admin;
 mod enqueue;
 mod listen;
-pub use enqueue::PostedMessage;
 mod relay;
 mod stats;
 

@@ -41,11 +41,7 @@ pub fn base_config(database_url: &str, options: &Options<'_>) -> String {
         extra_sources,
     } = options;
     // A test that sizes the pool itself replaces the default size.
-    let pool = if database.contains("max_connections") {
-        ""
-    } else {
-        "max_connections = 8"
-    };
+    let pool = ["max_connections = 8", ""][usize::from(database.contains("max_connections"))];
     format!(
         r#"
 listen = "127.0.0.1:0"

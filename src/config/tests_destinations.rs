@@ -1,0 +1,142 @@
+//! The destinations' config: both kinds, their defaults, every problem.
+
+use super::*;
+use crate::config::from_toml;
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+fn parse(destinations: &str) -> Result<Vec<Destination>, String> {
+    let text = format!("[admin]\ntoken = \"0123456789abcdef0123\"\n{destinations}");
+    let env = |name: &str| (name == "BILLING_SECRET").then(|| SECRET.to_owned());
+    from_toml(&text, &env)
+        .map(|config| config.destinations)
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn both_kinds_parse_with_their_defaults() {
+    let parsed = parse(
+        r#"
+[[destinations]]
+name = "billing"
+kind = "http"
+url = "https://billing.internal/hooks"
+secret = ["env:BILLING_SECRET", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"]
+events = ["ledger.posted"]
+ordered_by_account = true
+
+[[destinations]]
+name = "bus"
+kind = "nats"
+url = "nats://127.0.0.1:4222"
+"#,
+    )
+    .unwrap();
+    assert_eq!(parsed.len(), 2);
+    let billing = &parsed[0];
+    assert_eq!(billing.types, [MessageType::LedgerPosted]);
+    assert!(billing.ordered_by_account);
+    assert_eq!((billing.max_attempts, billing.timeout.as_secs()), (25, 10));
+    let Target::Http { keys, .. } = &billing.target else {
+        panic!("http");
+    };
+    assert_eq!(keys.len(), 2);
+    let bus = &parsed[1];
+    assert_eq!(bus.types, MessageType::ALL);
+    let Target::Nats {
+        subject, stream, ..
+    } = &bus.target
+    else {
+        panic!("nats");
+    };
+    assert_eq!(
+        (subject.as_str(), stream.as_str()),
+        ("hookledger.{type}", "HOOKLEDGER")
+    );
+    let line = describe_destination(billing);
+    assert!(
+        line.contains("2 signing key(s)") && !line.contains("whsec_"),
+        "{line}"
+    );
+}
+
+#[test]
+fn every_problem_names_its_key() {
+    let cases = [
+        (
+            "kind = \"http\"\nurl = \"https://x.test/\"",
+            "destinations[d].secret: is required",
+        ),
+        (
+            "kind = \"http\"\nurl = \"https://x.test/\"\nsecret = \"not base64!\"",
+            "destinations[d].secret[0]",
+        ),
+        (
+            "kind = \"http\"\nurl = \"https://x.test/\"\nsecret = \"whsec_c2hvcnQ=\"",
+            "at least 16 bytes",
+        ),
+        (
+            "kind = \"kafka\"\nurl = \"https://x.test/\"",
+            "unknown kind \"kafka\"",
+        ),
+        (
+            "kind = \"nats\"\nurl = \"nats://h:4222\"\nevents = [\"ledger.moved\"]",
+            "destinations[d].events",
+        ),
+        (
+            "kind = \"nats\"\nurl = \"nats://h:4222\"\nevents = []",
+            "is empty",
+        ),
+        (
+            "kind = \"nats\"\nurl = \"nats://h:4222\"\nsubject = \"{type}\"",
+            "destinations[d].subject",
+        ),
+        (
+            "kind = \"nats\"\nurl = \"nats://h:4222\"\nsecret = \"x\"",
+            "destinations[d].secret: is not used",
+        ),
+        (
+            "kind = \"http\"\nurl = \"https://u:p@x.test/\"\nsecret = \"env:BILLING_SECRET\"",
+            "credentials",
+        ),
+        (
+            "kind = \"http\"\nurl = \"https://x.test/\"\nsecret = \"env:BILLING_SECRET\"\nmax_attempts = 0",
+            "max_attempts",
+        ),
+        (
+            "kind = \"nats\"\nurl = \"https://x.test/\"",
+            "must start with nats://",
+        ),
+    ];
+    for (body, expected) in cases {
+        let error = parse(&format!("[[destinations]]\nname = \"d\"\n{body}\n")).unwrap_err();
+        assert!(error.contains(expected), "{body}: {error}");
+        assert!(!error.contains(&SECRET[6..]), "{error}");
+    }
+    let twice = "[[destinations]]\nname = \"d\"\nkind = \"nats\"\nurl = \"nats://h\"\n";
+    let error = parse(&format!("{twice}{twice}")).unwrap_err();
+    assert!(error.contains("used by another destination"), "{error}");
+}
+
+#[test]
+fn a_subject_template_is_checked_and_gives_its_stream_subject() {
+    assert_eq!(check_subject("hookledger.{type}"), Ok(()));
+    assert_eq!(stream_subject("hookledger.{type}"), "hookledger.>");
+    assert_eq!(stream_subject("pay.{source}.{type}"), "pay.>");
+    assert_eq!(stream_subject("pay.all"), "pay.all");
+    assert!(check_subject("{type}.x").is_err());
+    assert!(check_subject("a.{kind}").is_err());
+    assert!(check_subject("a.b{type}").is_err());
+    assert!(check_subject("a.*").is_err());
+    assert!(check_subject("a..b").is_err());
+}
+
+#[test]
+fn urls_with_credentials_or_another_scheme_are_refused() {
+    let key = "destinations[x]";
+    assert!(plain_url("https://billing.internal/hooks", &["https", "http"], key).is_ok());
+    assert!(plain_url("https://u:p@billing.internal/", &["https", "http"], key).is_err());
+    assert!(plain_url("ftp://billing.internal/", &["https", "http"], key).is_err());
+    assert!(plain_url("http:///path", &["https", "http"], key).is_err());
+    assert!(plain_url("nats://127.0.0.1:4222", &["nats", "tls"], key).is_ok());
+}

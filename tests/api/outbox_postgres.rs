@@ -1,5 +1,6 @@
-//! The outbox on PostgreSQL, where several instances share one database and
-//! ids are assigned before commit.
+//! The outbox where several relays meet one database: on PostgreSQL, ids
+//! assigned before commit, two relays, a pool of one; on both backends, a
+//! dead relay's lease taken over.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use hookledger::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store};
 use crate::helpers::*;
 use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
+use hookledger::outbox::Relays;
 
 async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
     app_with(backend, &http_destination("sink", &receiver.url(), "")).await
@@ -156,3 +158,50 @@ async fn a_pool_of_one_connection_still_serves_with_a_destination() {
     assert_eq!(messages.len(), 5);
     assert_eq!(receiver.accepted().len(), 5);
 }
+
+/// A relay that claimed a row and died: the row waits out its lease, then
+/// another relay's sweep sends it (a second attempt, the same id). Run on a
+/// store and a relay of the test's own, for a destination the app does not
+/// have, so that nothing else claims the row.
+async fn an_expired_lease_is_taken_over(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let app = TestApp::spawn(backend).await;
+    let text = format!(
+        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
+        http_destination("orphans", &receiver.url(), "")
+    );
+    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
+    let store = crate::postgres::side_store(&app.database_url)
+        .await
+        .with_routes(hookledger::config::routes(&config.destinations));
+    posting(&store, "evt_orphan").await.commit().await.unwrap();
+    let now = Utc::now().timestamp_millis();
+    let claimed = store
+        .claim_outbox("orphans", false, "a-relay-that-died", now, now + 1_500, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let relays = Relays::spawn(&store, &config.destinations, Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(
+        receiver.received().is_empty(),
+        "sent inside another's lease"
+    );
+    let started = std::time::Instant::now();
+    while receiver.accepted().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never taken over"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    relays.stop().await;
+    let messages = store.outbox_messages("orphans", 0, 10).await.unwrap();
+    assert_eq!(
+        (messages[0].state.as_str(), messages[0].attempts),
+        ("delivered", 2)
+    );
+    assert_eq!(receiver.accepted()[0].id, claimed[0].message_id);
+}
+
+both_backends!(an_expired_lease_is_taken_over);

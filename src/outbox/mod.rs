@@ -15,7 +15,6 @@ pub mod destinations;
 mod message;
 mod relay;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -23,12 +22,10 @@ use tokio::task::JoinHandle;
 
 use crate::config::Destination;
 use crate::store::Store;
-pub use backoff::{CAP as BACKOFF_CAP, ceiling as backoff_ceiling};
-pub use message::{VERSION as MESSAGE_VERSION, render as render_message};
-pub use relay::{BATCH, Relay};
+use relay::Relay;
 
 /// The fallback when no wake arrives.
-pub const POLL: Duration = Duration::from_secs(1);
+const POLL: Duration = Duration::from_secs(1);
 
 /// At most this long for sends in flight to finish at shutdown (less if
 /// `shutdown_timeout_secs` is less); the rest hand their leases back.
@@ -108,9 +105,4 @@ fn owner_name() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "host".to_owned());
     format!("{host}:{}:{}", std::process::id(), hex::encode(bytes))
-}
-
-/// Every relay's `Arc`: for tests that drive a sender directly.
-pub fn shared(sender: Box<dyn destinations::Deliver>) -> Arc<dyn destinations::Deliver> {
-    sender.into()
 }

@@ -50,16 +50,12 @@ impl WriteTx {
     /// A `ledger.posted` message for each destination that takes it: the
     /// ledger entry `posted` tells of.
     pub async fn enqueue_posting(&mut self, posted: &NewLedgerEntry<'_>) -> Result<(), StoreError> {
-        let destinations: Vec<String> = self
-            .outbox()
-            .routes()
-            .taking(MessageType::LedgerPosted)
-            .map(str::to_owned)
-            .collect();
+        // The routes are shared (an Arc): no copy of the names per posting.
+        let routes = self.outbox().routes().clone();
         let message_id = MessageType::LedgerPosted.message_id(posted.source, posted.event_id);
-        for destination in destinations {
+        for destination in routes.taking(MessageType::LedgerPosted) {
             on_tx!(self, conn => sqlx::query(ENQUEUE_POSTING)
-                .bind(&destination)
+                .bind(destination)
                 .bind(&message_id)
                 .bind(posted.account_id)
                 .bind(posted.currency)
@@ -90,13 +86,8 @@ impl WriteTx {
         let Some(message_type) = MessageType::for_status(status) else {
             return Ok(());
         };
-        let destinations: Vec<String> = self
-            .outbox()
-            .routes()
-            .taking(message_type)
-            .map(str::to_owned)
-            .collect();
-        if destinations.is_empty() {
+        let routes = self.outbox().routes().clone();
+        if routes.taking(message_type).next().is_none() {
             return Ok(());
         }
         let (source, event_id) = self.intent_name(intent_id).await?.ok_or_else(|| {
@@ -105,9 +96,9 @@ impl WriteTx {
             ))
         })?;
         let message_id = message_type.message_id(&source, &event_id);
-        for destination in destinations {
+        for destination in routes.taking(message_type) {
             on_tx!(self, conn => sqlx::query(ENQUEUE_STATUS)
-                .bind(&destination)
+                .bind(destination)
                 .bind(&message_id)
                 .bind(message_type.as_str())
                 .bind(now)

@@ -9,12 +9,12 @@ use crate::clock::Clock;
 use crate::drain::DrainSignal;
 use crate::http::proxy::TrustedProxies;
 use crate::ingest::Ingestor;
-use crate::metrics::Metrics;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
 use crate::source::Source;
 use crate::store::Store;
 use crate::telemetry::LogBudget;
+use crate::telemetry::Metrics;
 
 pub struct Context {
     pub store: Store,
@@ -29,6 +29,8 @@ pub struct Context {
     /// The drain task's periodic sweep.
     pub release_sweep: Duration,
     pub admin_token: Secret,
+    /// What `GET /metrics` asks for; open when `None`.
+    pub metrics_token: Option<Secret>,
     pub sessions: SessionKeys,
     /// Failed admin sign-ins (bearer or form) per client address.
     pub sign_in: SignInThrottle,

@@ -11,7 +11,6 @@ pub mod domain;
 pub mod drain;
 pub mod http;
 pub mod ingest;
-pub mod metrics;
 pub mod operator;
 pub mod outbox;
 pub mod providers;

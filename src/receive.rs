@@ -41,6 +41,7 @@ pub async fn receive(
     body: &[u8],
 ) -> Result<Received, ReceiveError> {
     let source_name = source.name.as_str();
+    let started = std::time::Instant::now();
     let now = context.clock.now();
     let delivery = Delivery {
         headers,
@@ -74,9 +75,14 @@ pub async fn receive(
         payload_sha256: &payload_sha256,
         received_at: now,
     };
+    let stored = std::time::Instant::now();
     let outcomes = context.ingestor.ingest(source, &events, &raw).await?;
+    context
+        .metrics
+        .transaction_seconds(stored.elapsed().as_secs_f64());
+    let took = started.elapsed();
     for (event, outcome) in events.iter().zip(&outcomes) {
-        record(context, source_name, &verified, event, outcome);
+        record(context, source_name, &verified, event, outcome, took);
     }
     Ok(Received { outcomes })
 }
@@ -162,6 +168,7 @@ fn record(
     verified: &Verified,
     event: &NormalisedEvent,
     outcome: &Outcome,
+    took: std::time::Duration,
 ) {
     if outcome.backlog {
         context.drain.wake();
@@ -181,12 +188,16 @@ fn record(
             "redelivery with a different body; the original payload is kept"
         );
     }
+    // One line per event: what it was and what became of it, never the
+    // body or a secret (the key is named by its position).
     tracing::info!(
         source = source_name,
         event_id = outcome.event_id.as_str(),
+        outcome = label,
         status = outcome.status.as_str(),
         duplicate = outcome.duplicate,
         key_index = verified.key_index,
+        duration_ms = took.as_secs_f64() * 1000.0,
         "webhook received"
     );
 }

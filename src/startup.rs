@@ -25,10 +25,10 @@ use crate::context::Context;
 use crate::drain::{self, DrainSignal};
 use crate::http::gate::ConnectionGate;
 use crate::http::{ApiError, connection, deadline};
-use crate::metrics::Metrics;
 use crate::session::SessionKeys;
 use crate::store::{Store, StoreError};
 use crate::telemetry::LogBudget;
+use crate::telemetry::Metrics;
 use crate::{admin, http};
 
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +108,8 @@ impl Application {
         place_in_scopes(&store, &config.sources, clock.now()).await?;
 
         let lifetime = connection_lifetime(&config);
+        let metrics = Metrics::default();
+        let relay_metrics = metrics.outbox();
         let context = Data::new(Context {
             ingestor: crate::ingest::Ingestor::new(&store),
             store: store.clone(),
@@ -117,11 +119,12 @@ impl Application {
                 .map(|s| (s.name.to_string(), Arc::new(s)))
                 .collect::<HashMap<_, _>>(),
             clock,
-            metrics: Metrics::default(),
+            metrics,
             drain: DrainSignal::default(),
             release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
             admin_token: config.admin.token,
+            metrics_token: config.metrics_token,
             sign_in: SignInThrottle::default(),
             max_body_bytes: config.max_body_bytes,
             log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
@@ -136,9 +139,9 @@ impl Application {
         // sends get a short grace of their own, then hand their leases back.
         let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
         let relays = if config.run_relays {
-            crate::outbox::Relays::spawn(&store, &config.destinations, grace)
+            crate::outbox::Relays::spawn(&store, &config.destinations, grace, relay_metrics)
         } else {
-            crate::outbox::Relays::spawn(&store, &[], grace)
+            crate::outbox::Relays::spawn(&store, &[], grace, relay_metrics)
         };
         let summary_context = context.clone();
         let limits = config.limits.clone();

@@ -14,6 +14,7 @@ use actix_web::{FromRequest, HttpRequest};
 
 use crate::context::Context;
 use crate::http::ApiError;
+use crate::secret::Secret;
 use crate::session::Session;
 
 use super::throttle::Verdict;
@@ -46,7 +47,7 @@ fn context(request: &HttpRequest) -> Result<&Data<Context>, ApiError> {
         .ok_or(ApiError::Internal)
 }
 
-fn bearer_token(request: &HttpRequest) -> Option<&str> {
+pub fn bearer_token(request: &HttpRequest) -> Option<&str> {
     request
         .headers()
         .get(AUTHORIZATION)
@@ -72,11 +73,22 @@ fn client_address(request: &HttpRequest, context: &Context) -> IpAddr {
 /// time, unless its address must wait after too many failures: then 429
 /// without comparing. Failures are counted and logged, never the token.
 pub fn check_token(request: &HttpRequest, context: &Context, token: &str) -> Result<(), ApiError> {
+    check_presented(request, context, &context.admin_token, token)
+}
+
+/// [`check_token`] against another token (the metrics token): the same
+/// constant-time compare, and the same per-address throttle.
+pub fn check_presented(
+    request: &HttpRequest,
+    context: &Context,
+    expected: &Secret,
+    token: &str,
+) -> Result<(), ApiError> {
     let address = client_address(request, context);
     let now = context.clock.now();
     match context
         .sign_in
-        .attempt(address, now, || context.admin_token.matches(token))
+        .attempt(address, now, || expected.matches(token))
     {
         Verdict::Accepted => Ok(()),
         Verdict::Wait(secs) => {

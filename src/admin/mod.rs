@@ -21,7 +21,7 @@ use actix_web::web;
 
 use crate::http::routes::Endpoint;
 
-pub use auth::SESSION_COOKIE;
+pub use auth::{SESSION_COOKIE, bearer_token, check_presented};
 pub use throttle::SignInThrottle;
 
 /// No inline script or style anywhere, no framing, forms only to ourselves.

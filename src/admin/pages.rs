@@ -20,9 +20,9 @@ use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, H
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;
-use crate::metrics::Counters;
 use crate::operator::{self, Action};
 use crate::store::EventFilter;
+use crate::telemetry::Counters;
 
 const CSS: &str = include_str!("../../templates/admin.css");
 

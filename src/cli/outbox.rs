@@ -91,7 +91,14 @@ pub async fn relay(config: Config) -> Result<(), CliError> {
     let store = connect_store(&config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
     let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
-    let relays = Relays::spawn(&store, &config.destinations, grace);
+    // Counted, but not exposed: this process serves no HTTP. The gauges on
+    // any `serve` instance's /metrics read the shared outbox table.
+    let relays = Relays::spawn(
+        &store,
+        &config.destinations,
+        grace,
+        crate::telemetry::OutboxInstruments::default(),
+    );
     let names: Vec<_> = config
         .destinations
         .iter()

@@ -27,7 +27,7 @@ pub use limits::Limits;
 pub use scopes::scope_warnings;
 pub use secrets::generate_admin_token;
 use secrets::{generate, placeholder_warnings};
-use secrets::{origin_of, resolve_secret};
+use secrets::{origin_of, resolve_secret, resolve_token};
 use sources::build_sources;
 
 use crate::secret::Secret;
@@ -62,6 +62,8 @@ pub struct Config {
     pub workers: Option<usize>,
     pub database: PoolSettings,
     pub admin: AdminSettings,
+    /// `GET /metrics` asks for this bearer token when set; open otherwise.
+    pub metrics_token: Option<Secret>,
     pub sources: Vec<Source>,
     /// Where the outbox sends (README "Telling your other systems").
     pub destinations: Vec<Destination>,
@@ -257,19 +259,16 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             data_dir.join("admin_token").display()
         ),
     };
-    let configured_token = raw.admin.token.take().map(|token| {
-        resolve_secret(&token, env, "admin.token").and_then(|token| {
-            if token.expose().len() < 16 {
-                Err(ConfigError::new(
-                    "admin.token",
-                    "must be at least 16 characters",
-                ))
-            } else {
-                Ok(token)
-            }
-        })
-    });
-    let configured_token = configured_token.and_then(|t| problems.take(t));
+    let configured_token = raw
+        .admin
+        .token
+        .take()
+        .and_then(|token| problems.take(resolve_token(&token, env, "admin.token")));
+    let metrics_token = raw
+        .metrics
+        .token
+        .take()
+        .and_then(|token| problems.take(resolve_token(&token, env, "metrics.token")));
     // Every problem first: a config that is going to be refused must not
     // leave a generated admin token behind.
     let (Some(limits), Some(sources), Some(destinations)) = (limits, sources, destinations) else {
@@ -320,6 +319,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             token_origin,
             session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
         },
+        metrics_token,
         sources,
         destinations,
         run_relays: true,

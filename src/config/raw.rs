@@ -20,6 +20,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub admin: RawAdmin,
     #[serde(default)]
+    pub metrics: RawMetrics,
+    #[serde(default)]
     pub limits: RawLimits,
     #[serde(default)]
     pub retention: RawRetention,
@@ -36,6 +38,12 @@ pub struct RawDatabase {
     pub acquire_timeout_secs: Option<u64>,
     pub busy_timeout_ms: Option<u64>,
     pub statement_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

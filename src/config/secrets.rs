@@ -101,6 +101,16 @@ pub(super) fn origin_of(value: &str) -> String {
 }
 
 /// `env:NAME` reads the secret from the environment variable NAME.
+/// A bearer token (admin, metrics): resolved like any secret, and long
+/// enough that guessing it is hopeless.
+pub(super) fn resolve_token(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
+    let token = resolve_secret(value, env, key)?;
+    if token.expose().len() < 16 {
+        return Err(ConfigError::new(key, "must be at least 16 characters"));
+    }
+    Ok(token)
+}
+
 pub(super) fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
     match value.strip_prefix("env:") {
         Some(var) => match env(var) {

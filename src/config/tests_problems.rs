@@ -120,3 +120,32 @@ fn toml_errors_never_quote_a_value() {
     assert!(!error.message.contains("whsec_REAL"), "{error}");
     assert!(error.message.contains("a string"), "{error}");
 }
+
+#[test]
+fn the_metrics_token_is_resolved_and_must_be_long() {
+    let source = "[[sources]]\nname = \"demo\"\nkind = \"standard-webhooks\"\n\
+                  secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n";
+    let open = parse(source, &[]).unwrap();
+    assert!(open.metrics_token.is_none());
+    let from_env = parse(
+        &format!("[metrics]\ntoken = \"env:METRICS_TOKEN\"\n{source}"),
+        &[("METRICS_TOKEN", "scrape-me-0123456789")],
+    )
+    .unwrap();
+    assert_eq!(
+        from_env.metrics_token.unwrap().expose(),
+        "scrape-me-0123456789"
+    );
+    let short = parse(&format!("[metrics]\ntoken = \"short\"\n{source}"), &[]).unwrap_err();
+    let problems: Vec<(String, String)> = short
+        .all()
+        .map(|e| (e.key.clone(), e.message.clone()))
+        .collect();
+    assert_eq!(
+        problems,
+        [(
+            "metrics.token".to_owned(),
+            "must be at least 16 characters".to_owned()
+        )]
+    );
+}

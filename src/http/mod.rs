@@ -7,6 +7,7 @@ pub mod deadline;
 pub mod error;
 pub mod gate;
 mod health;
+mod metrics;
 pub mod proxy;
 pub mod routes;
 mod webhook;
@@ -26,5 +27,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     )
     .service(Endpoint::new("/").get(health::index).finish())
     .service(Endpoint::new("/healthz").get(health::healthz).finish())
-    .service(Endpoint::new("/readyz").get(health::readyz).finish());
+    .service(Endpoint::new("/readyz").get(health::readyz).finish())
+    .service(Endpoint::new("/metrics").get(metrics::metrics).finish());
 }

@@ -34,8 +34,18 @@ pub async fn receive_webhook(
         let shown: String = name.chars().take(ECHOED_NAME_CHARS).collect();
         return Err(ApiError::UnknownSource(shown));
     };
-    let body = read_limited(&request, payload, context.max_body_bytes).await?;
-    let received = receive(&context, &source, &ActixHeaders(request.headers()), &body).await?;
+    let started = std::time::Instant::now();
+    let received = async {
+        let body = read_limited(&request, payload, context.max_body_bytes).await?;
+        Ok::<_, ApiError>(
+            receive(&context, &source, &ActixHeaders(request.headers()), &body).await?,
+        )
+    }
+    .await;
+    context
+        .metrics
+        .request_seconds(source.name.as_str(), started.elapsed().as_secs_f64());
+    let received = received?;
     // A kind's own acknowledgement, unless the client asks for JSON by
     // name (`hookledger send` and tests do, to see each event's status).
     if let Some((content_type, ack)) = source.provider.acknowledgement()

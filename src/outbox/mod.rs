@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Destination;
 use crate::store::Store;
+use crate::telemetry::OutboxInstruments;
 use relay::Relay;
 
 /// The fallback when no wake arrives.
@@ -41,8 +42,14 @@ pub struct Relays {
 
 impl Relays {
     /// Starts one relay per destination (none: nothing runs). `grace`
-    /// bounds how long sends in flight may finish at shutdown.
-    pub fn spawn(store: &Store, destinations: &[Destination], grace: Duration) -> Self {
+    /// bounds how long sends in flight may finish at shutdown; the relays
+    /// count what they send into `instruments`.
+    pub fn spawn(
+        store: &Store,
+        destinations: &[Destination],
+        grace: Duration,
+        instruments: OutboxInstruments,
+    ) -> Self {
         let (stop, stopped) = watch::channel(false);
         let owner = owner_name();
         let tasks = destinations
@@ -55,6 +62,7 @@ impl Relays {
                     owner: owner.clone(),
                     poll: POLL,
                     grace,
+                    instruments: instruments.clone(),
                 };
                 tokio::spawn(relay.run(store.outbox().subscribe(), stopped.clone()))
             })

@@ -16,6 +16,7 @@ use super::message;
 use crate::config::Destination;
 use crate::rng::SplitMix64;
 use crate::store::{Attempted, OutboxRow, Store};
+use crate::telemetry::OutboxInstruments;
 
 /// Rows claimed at once: also the number of sends in flight per relay (an
 /// ordered destination's claim has at most one per account and currency).
@@ -41,6 +42,7 @@ pub struct Relay {
     /// At shutdown, how long sends in flight may take to finish before
     /// their leases are handed back.
     pub grace: Duration,
+    pub instruments: OutboxInstruments,
 }
 
 impl Relay {
@@ -84,11 +86,14 @@ impl Relay {
             let full = rows.len() as i64 >= BATCH;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
-            if let Err(error) = self
+            let recorded = self
                 .store
                 .record_attempts(&self.owner, &outcomes, Utc::now())
-                .await
-            {
+                .await;
+            if recorded.is_ok() {
+                self.count(&outcomes);
+            }
+            if let Err(error) = recorded {
                 // The claims stay leased: nothing is sent again before the
                 // lease passes, then the sweep takes the rows again.
                 tracing::warn!(
@@ -115,7 +120,9 @@ impl Relay {
         let timeout = self.destination.timeout;
         for (i, row) in rows.iter().enumerate() {
             let (sender, row) = (self.sender.clone(), row.clone());
+            let (instruments, name) = (self.instruments.clone(), self.destination.name.clone());
             let handle = sends.spawn(async move {
+                let started = std::time::Instant::now();
                 let body = message::render(&row);
                 let outgoing = Outgoing {
                     id: &row.message_id,
@@ -126,14 +133,16 @@ impl Relay {
                 };
                 // The relay's own bound, whatever the destination does: a
                 // send never outlives its lease.
-                tokio::time::timeout(timeout, sender.deliver(&outgoing))
+                let result = tokio::time::timeout(timeout, sender.deliver(&outgoing))
                     .await
                     .unwrap_or_else(|_| {
                         Err(SendError::new(format!(
                             "no acknowledgement within {} s",
                             timeout.as_secs()
                         )))
-                    })
+                    });
+                instruments.sent(&name, started.elapsed().as_secs_f64());
+                result
             });
             index.insert(handle.id(), i);
         }
@@ -161,6 +170,24 @@ impl Relay {
             }
         }
         results
+    }
+
+    /// Counts recorded outcomes: delivered, and failures that were the
+    /// last attempt (the store dead-letters those in the same statement).
+    fn count(&self, outcomes: &[(&OutboxRow, Attempted)]) {
+        let (mut delivered, mut dead) = (0, 0);
+        for (row, outcome) in outcomes {
+            match outcome {
+                Attempted::Delivered => delivered += 1,
+                Attempted::Failed { max_attempts, .. } if row.attempts >= *max_attempts => {
+                    dead += 1
+                }
+                _ => {}
+            }
+        }
+        let name = &self.destination.name;
+        self.instruments.delivered(name, delivered);
+        self.instruments.dead(name, dead);
     }
 
     fn outcomes<'r>(

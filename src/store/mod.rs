@@ -6,6 +6,7 @@
 mod check;
 mod error;
 mod gaps;
+mod gauges;
 mod guards;
 mod open;
 mod outbox;
@@ -25,6 +26,7 @@ use sqlx::{PgPool, SqlitePool};
 
 pub use check::Violation;
 pub use error::StoreError;
+pub use gauges::{HELD_STATUSES, HeldCount, PoolUsage};
 pub use outbox::{Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, Replay};
 pub use read::EventFilter;
 pub use rows::{

@@ -181,7 +181,12 @@ async fn an_expired_lease_is_taken_over(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
-    let relays = Relays::spawn(&store, &config.destinations, Duration::from_secs(1));
+    let relays = Relays::spawn(
+        &store,
+        &config.destinations,
+        Duration::from_secs(1),
+        hookledger::telemetry::OutboxInstruments::default(),
+    );
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
         receiver.received().is_empty(),

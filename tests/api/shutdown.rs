@@ -70,7 +70,7 @@ impl Hold {
 }
 
 /// The demo's credit, signed now (the binary's clock is real).
-fn delivery(dir: &Path, event_id: &str) -> SignedRequest {
+pub(crate) fn delivery(dir: &Path, event_id: &str) -> SignedRequest {
     let secret = std::fs::read_to_string(dir.join("data/demo_secret")).unwrap();
     let sample = Sample {
         event_id: event_id.to_owned(),
@@ -85,7 +85,10 @@ fn delivery(dir: &Path, event_id: &str) -> SignedRequest {
     signed_sample("standard-webhooks", &Secret::new(secret.trim()), &sample).unwrap()
 }
 
-async fn post(base: &str, request: &SignedRequest) -> Result<(u16, String), reqwest::Error> {
+pub(crate) async fn post(
+    base: &str,
+    request: &SignedRequest,
+) -> Result<(u16, String), reqwest::Error> {
     let mut post = hookledger::tls::client()
         .post(format!("{base}/webhooks/demo"))
         .body(request.body.clone());

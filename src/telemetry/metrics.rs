@@ -1,16 +1,19 @@
 //! In-process counters: deliveries by source and outcome, verification
-//! failures by source and reason, ordering decisions by source. Exposed on
-//! the admin API and page; the Prometheus endpoint comes with the admin
-//! issue.
+//! failures by source and reason, ordering decisions by source; and the
+//! latency histograms beside them. Exposed on the admin API and page, and
+//! to Prometheus by [`super::prometheus`].
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use serde::Serialize;
 
+use super::instruments::{Instruments, OutboxInstruments};
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     counters: Mutex<Counters>,
+    instruments: Instruments,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -64,6 +67,27 @@ impl Metrics {
 
     pub fn sign_in(&self, outcome: &str) {
         *self.lock().sign_in.entry(outcome.to_owned()).or_default() += 1;
+    }
+
+    /// How long a webhook request to a configured source took, from its
+    /// route to its answer.
+    pub fn request_seconds(&self, source: &str, seconds: f64) {
+        self.instruments.request(source, seconds);
+    }
+
+    /// How long a delivery's events took to be stored, from handing them to
+    /// the store to the commit (on SQLite, the wait for the group included).
+    pub fn transaction_seconds(&self, seconds: f64) {
+        self.instruments.transaction(seconds);
+    }
+
+    /// What the outbox relays of this process record.
+    pub fn outbox(&self) -> OutboxInstruments {
+        self.instruments.outbox.clone()
+    }
+
+    pub(super) fn instruments(&self) -> &Instruments {
+        &self.instruments
     }
 
     pub fn snapshot(&self) -> Counters {

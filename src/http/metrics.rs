@@ -1,0 +1,39 @@
+//! `GET /metrics`: the Prometheus exposition (README "Metrics"). Open
+//! unless `metrics.token` is set; then it takes that bearer token, compared
+//! in constant time and throttled per address like an admin sign-in.
+
+use actix_web::http::header::{CACHE_CONTROL, HeaderValue};
+use actix_web::web::Data;
+use actix_web::{HttpRequest, HttpResponse};
+
+use super::ApiError;
+use crate::admin::{bearer_token, check_presented};
+use crate::context::Context;
+use crate::telemetry::prometheus::{self, Scrape};
+
+pub async fn metrics(
+    context: Data<Context>,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(expected) = &context.metrics_token {
+        let presented = bearer_token(&request).ok_or(ApiError::Unauthorized)?;
+        check_presented(&request, &context, expected, presented)?;
+    }
+    let store = &context.store;
+    let now = context.clock.now();
+    let mut outbox = Vec::new();
+    for route in store.outbox().routes().iter() {
+        outbox.push(store.outbox_stats(&route.destination, now).await?);
+    }
+    let scrape = Scrape {
+        now,
+        held: store.held_counts().await?,
+        outbox,
+        pool: store.pool_usage(),
+    };
+    let text = prometheus::render(&context.metrics, &scrape).map_err(|_| ApiError::Internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type(prometheus::CONTENT_TYPE)
+        .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(text))
+}

@@ -1,0 +1,68 @@
+//! Figures read at each metrics scrape: the held queue by status, and the
+//! connection pool's use. Cheap by construction: the held counts walk
+//! `intents_by_status` over held rows only, and the pool's figures are the
+//! pool's own counters (no query).
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, on_pool};
+use crate::domain::Status;
+
+/// Held events per status, and the first received of each (the oldest by
+/// `intent_id`, the order the held queue shows them in).
+const HELD: &str = "
+select h.status, h.held, i.first_received_at
+from (select status, count(*) as held, min(intent_id) as oldest
+      from intents where status in ('stale', 'rejected', 'waiting', 'unmatched')
+      group by status) h
+join intents i on i.intent_id = h.oldest
+order by h.status";
+
+/// The statuses that wait for a delivery or a person.
+pub const HELD_STATUSES: [Status; 4] = [
+    Status::Stale,
+    Status::Rejected,
+    Status::Waiting,
+    Status::Unmatched,
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldCount {
+    pub status: String,
+    pub count: i64,
+    pub oldest_received_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUsage {
+    pub max: u32,
+    /// Connections open now, idle ones included.
+    pub open: u32,
+    pub idle: u32,
+}
+
+impl Store {
+    /// The held statuses that have events; a status with none is absent.
+    pub async fn held_counts(&self) -> Result<Vec<HeldCount>, StoreError> {
+        let rows: Vec<(String, i64, DateTime<Utc>)> =
+            on_pool!(self, pool => sqlx::query_as(HELD).fetch_all(pool).await)?;
+        Ok(rows
+            .into_iter()
+            .map(|(status, count, oldest_received_at)| HeldCount {
+                status,
+                count,
+                oldest_received_at,
+            })
+            .collect())
+    }
+
+    /// The reading pool's use (on SQLite, the writer takes its turn from
+    /// the same pool).
+    pub fn pool_usage(&self) -> PoolUsage {
+        on_pool!(self, pool => PoolUsage {
+            max: pool.options().get_max_connections(),
+            open: pool.size(),
+            idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+        })
+    }
+}

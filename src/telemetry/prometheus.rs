@@ -1,0 +1,235 @@
+//! `GET /metrics` in the Prometheus text format (0.0.4), encoded by the
+//! Prometheus project's own `prometheus-client`. Each scrape builds a fresh
+//! registry: the counters as they stand, the long-lived histograms (shared,
+//! not copied), and gauges read from the database for this scrape. Label
+//! values are config names (sources, destinations) and fixed codes, never
+//! request input.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::Metrics;
+use super::instruments::Labels;
+use crate::store::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
+
+pub use prometheus_text::CONTENT_TYPE;
+
+/// What the database says at scrape time.
+#[derive(Debug, Clone)]
+pub struct Scrape {
+    pub now: DateTime<Utc>,
+    pub held: Vec<HeldCount>,
+    /// One per configured destination.
+    pub outbox: Vec<OutboxStats>,
+    pub pool: PoolUsage,
+}
+
+/// The whole exposition.
+pub fn render(metrics: &Metrics, scrape: &Scrape) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    counters(&mut registry, metrics);
+    histograms(&mut registry, metrics);
+    held(&mut registry, scrape);
+    outbox(&mut registry, metrics, scrape);
+    pool(&mut registry, scrape.pool);
+    let mut text = String::new();
+    prometheus_text::encode(&mut text, &registry)?;
+    Ok(text)
+}
+
+fn counters(registry: &mut Registry, metrics: &Metrics) {
+    let counts = metrics.snapshot();
+    let nested = [
+        (
+            "hookledger_deliveries",
+            "Events stored from verified deliveries, by source and outcome",
+            ["source", "outcome"],
+            &counts.deliveries,
+        ),
+        (
+            "hookledger_verification_failures",
+            "Deliveries refused by signature verification, by source and reason",
+            ["source", "reason"],
+            &counts.verification_failures,
+        ),
+        (
+            "hookledger_ordering_decisions",
+            "Ordering decisions (late, parked, released, skipped), by source",
+            ["source", "decision"],
+            &counts.ordering,
+        ),
+    ];
+    for (name, help, [outer, inner], map) in nested {
+        let family = Family::<Labels, Counter>::default();
+        for (first, by_second) in map {
+            for (second, count) in by_second {
+                family
+                    .get_or_create(&vec![(outer, first.clone()), (inner, second.clone())])
+                    .inc_by(*count);
+            }
+        }
+        registry.register(name, help, family);
+    }
+    let flat: [(&str, &str, &str, &BTreeMap<String, u64>); 2] = [
+        (
+            "hookledger_connections_refused",
+            "Connections closed unserved at the gate, by reason",
+            "reason",
+            &counts.connections,
+        ),
+        (
+            "hookledger_admin_sign_in_refusals",
+            "Admin sign-ins refused: a wrong token, or throttled",
+            "outcome",
+            &counts.sign_in,
+        ),
+    ];
+    for (name, help, key, map) in flat {
+        let family = Family::<Labels, Counter>::default();
+        for (value, count) in map {
+            family
+                .get_or_create(&vec![(key, value.clone())])
+                .inc_by(*count);
+        }
+        registry.register(name, help, family);
+    }
+}
+
+fn histograms(registry: &mut Registry, metrics: &Metrics) {
+    let instruments = metrics.instruments();
+    registry.register(
+        "hookledger_webhook_request_duration_seconds",
+        "Webhook requests to a configured source, from routing to the answer",
+        instruments.request.clone(),
+    );
+    registry.register(
+        "hookledger_transaction_duration_seconds",
+        "A delivery's events from the store's hands to the commit (SQLite: group wait included)",
+        instruments.transaction.clone(),
+    );
+}
+
+fn gauges(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    values: impl IntoIterator<Item = (Labels, i64)>,
+) {
+    let family = Family::<Labels, Gauge>::default();
+    for (labels, value) in values {
+        family.get_or_create(&labels).set(value);
+    }
+    registry.register(name, help, family);
+}
+
+fn held(registry: &mut Registry, scrape: &Scrape) {
+    // Every held status is listed, at 0 when none waits: an alert on the
+    // series must not see it vanish.
+    let of = |status: &str| scrape.held.iter().find(|h| h.status == status);
+    let labels = |status: &str| vec![("status", status.to_owned())];
+    gauges(
+        registry,
+        "hookledger_held_events",
+        "Events waiting for a delivery or an operator, by status",
+        HELD_STATUSES.map(|status| {
+            let status = status.as_str();
+            (labels(status), of(status).map_or(0, |h| h.count))
+        }),
+    );
+    gauges(
+        registry,
+        "hookledger_held_oldest_age_seconds",
+        "Age of the oldest held event, by status (0 when none is held)",
+        HELD_STATUSES.map(|status| {
+            let status = status.as_str();
+            let age = of(status).map_or(0, |h| age_secs(scrape.now, h.oldest_received_at));
+            (labels(status), age)
+        }),
+    );
+}
+
+/// One outbox gauge's value for a destination at scrape time.
+type Figure = fn(&OutboxStats, DateTime<Utc>) -> i64;
+
+fn outbox(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
+    let each = |value: Figure| {
+        scrape
+            .outbox
+            .iter()
+            .map(move |stats| {
+                let labels = vec![("destination", stats.destination.clone())];
+                (labels, value(stats, scrape.now))
+            })
+            .collect::<Vec<_>>()
+    };
+    let figures: [(&str, &str, Figure); 4] = [
+        (
+            "hookledger_outbox_pending",
+            "Messages not yet acknowledged by the destination (in flight included)",
+            |s, _| s.pending,
+        ),
+        (
+            "hookledger_outbox_in_flight",
+            "Messages a relay is sending now",
+            |s, _| s.in_flight,
+        ),
+        (
+            "hookledger_outbox_oldest_pending_seconds",
+            "Age of the oldest message not yet acknowledged (0 when none)",
+            |s, now| s.oldest_pending_at.map_or(0, |at| age_secs(now, at)),
+        ),
+        (
+            "hookledger_outbox_dead_letters",
+            "Dead letters kept now, waiting for a replay",
+            |s, _| s.dead,
+        ),
+    ];
+    for (name, help, value) in figures {
+        gauges(registry, name, help, each(value));
+    }
+    let relays = metrics.outbox();
+    registry.register(
+        "hookledger_outbox_delivered",
+        "Messages this process's relays saw acknowledged and recorded",
+        relays.delivered,
+    );
+    registry.register(
+        "hookledger_outbox_dead",
+        "Messages this process's relays dead-lettered after their last attempt",
+        relays.dead,
+    );
+    registry.register(
+        "hookledger_outbox_delivery_duration_seconds",
+        "One send's time to the destination's answer, acknowledged or not",
+        relays.send,
+    );
+}
+
+fn pool(registry: &mut Registry, usage: PoolUsage) {
+    let in_use = usage.open.saturating_sub(usage.idle);
+    gauges(
+        registry,
+        "hookledger_db_pool_connections",
+        "Database connections of this process's pool, by state",
+        [
+            (vec![("state", "idle".to_owned())], i64::from(usage.idle)),
+            (vec![("state", "in_use".to_owned())], i64::from(in_use)),
+        ],
+    );
+    gauges(
+        registry,
+        "hookledger_db_pool_max_connections",
+        "The pool's configured bound",
+        [(Vec::new(), i64::from(usage.max))],
+    );
+}
+
+fn age_secs(now: DateTime<Utc>, at: DateTime<Utc>) -> i64 {
+    (now - at).num_seconds().max(0)
+}

@@ -9,12 +9,27 @@ use super::target::{event_action_href, event_href, gap_action_href, gap_href, gu
 use crate::domain::{Currency, format_minor};
 use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow, HeldAccountRow};
 
-/// `USD 12.34`, using the currency's exponent; raw minor units when the
+/// `$12.34`, `¥1,500`, `CHF 1,234.50`: the currency's exponent, thousands
+/// grouped, a minus for a debit; a symbol only where it names one
+/// currency on its own, the code otherwise. Raw minor units when the
 /// currency is unknown (a rejected event).
 pub fn money(amount_minor: Option<i64>, currency: Option<&str>) -> String {
     match (amount_minor, currency.map(Currency::parse)) {
         (Some(amount), Some(Ok(currency))) => {
-            format!("{currency} {}", format_minor(amount, currency.exponent()))
+            let plain = format_minor(amount, currency.exponent());
+            let (sign, digits) = match plain.strip_prefix('-') {
+                Some(digits) => ("-", digits),
+                None => ("", plain.as_str()),
+            };
+            let (whole, fraction) = match digits.split_once('.') {
+                Some((whole, fraction)) => (whole, format!(".{fraction}")),
+                None => (digits, String::new()),
+            };
+            let number = format!("{}{fraction}", grouped(whole));
+            match symbol(&currency.to_string()) {
+                Some(symbol) => format!("{sign}{symbol}{number}"),
+                None => format!("{currency} {sign}{number}"),
+            }
         }
         (Some(amount), Some(Err(_))) => {
             format!("{amount} minor units of {}", currency.unwrap_or_default())
@@ -22,6 +37,41 @@ pub fn money(amount_minor: Option<i64>, currency: Option<&str>) -> String {
         (Some(amount), None) => format!("{amount} minor units"),
         (None, _) => String::new(),
     }
+}
+
+/// What an amount is stored as, for the hover text: `1500 minor units of
+/// JPY`.
+pub fn minor_units(amount_minor: Option<i64>, currency: Option<&str>) -> String {
+    match (amount_minor, currency) {
+        (Some(amount), Some(currency)) => format!("{amount} minor units of {currency}"),
+        (Some(amount), None) => format!("{amount} minor units"),
+        (None, _) => String::new(),
+    }
+}
+
+/// The symbols an operator reads as one currency without a second look.
+fn symbol(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "USD" => "$",
+        "EUR" => "€",
+        "GBP" => "£",
+        "JPY" => "¥",
+        "INR" => "₹",
+        "KRW" => "₩",
+        _ => return None,
+    })
+}
+
+/// `1234567` -> `1,234,567`.
+fn grouped(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// `2026-06-01 12:00:00 UTC`: the space lets a narrow column wrap between
@@ -38,6 +88,8 @@ pub struct EventView {
     pub reason: String,
     pub account_id: String,
     pub amount: String,
+    /// The stored minor units, shown on hover.
+    pub amount_minor: String,
     pub deliveries: i64,
     pub conflicts: i64,
     pub received: String,
@@ -52,6 +104,7 @@ impl From<EventRow> for EventView {
         Self {
             href: event_href(&row.source, &row.event_id),
             amount: money(row.amount_minor, row.currency.as_deref()),
+            amount_minor: minor_units(row.amount_minor, row.currency.as_deref()),
             received: time(row.first_received_at),
             source: row.source,
             event_id: row.event_id,
@@ -141,6 +194,9 @@ impl From<EventDetailRow> for EventDetailView {
 pub struct BalanceView {
     pub account_id: String,
     pub balance: String,
+    pub balance_minor: String,
+    /// Below zero: flagged on the page.
+    pub negative: bool,
     pub updated: String,
 }
 
@@ -148,6 +204,8 @@ impl From<BalanceRow> for BalanceView {
     fn from(row: BalanceRow) -> Self {
         Self {
             balance: money(Some(row.balance_minor), Some(&row.currency)),
+            balance_minor: minor_units(Some(row.balance_minor), Some(&row.currency)),
+            negative: row.balance_minor < 0,
             updated: time(row.updated_at),
             account_id: row.account_id,
         }
@@ -265,8 +323,16 @@ mod tests {
 
     #[test]
     fn money_uses_the_currency_exponent() {
-        assert_eq!(money(Some(-1550), Some("USD")), "USD -15.50");
-        assert_eq!(money(Some(500), Some("JPY")), "JPY 500");
+        assert_eq!(money(Some(-1550), Some("USD")), "-$15.50");
+        assert_eq!(money(Some(1500), Some("JPY")), "¥1,500");
+        assert_eq!(money(Some(1500), Some("USD")), "$15.00");
+        assert_eq!(money(Some(-123_456_789), Some("CHF")), "CHF -1,234,567.89");
+        assert_eq!(money(Some(100_000), Some("BHD")), "BHD 100.000");
+        assert_eq!(money(Some(5), Some("EUR")), "€0.05");
+        assert_eq!(
+            minor_units(Some(1500), Some("JPY")),
+            "1500 minor units of JPY"
+        );
         assert_eq!(money(Some(5), Some("QQQ")), "5 minor units of QQQ");
         assert_eq!(money(None, Some("USD")), "");
     }

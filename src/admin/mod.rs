@@ -4,6 +4,7 @@
 
 mod api;
 mod auth;
+mod event_view;
 mod gap_api;
 mod gap_pages;
 mod gaps;

@@ -13,10 +13,11 @@ use super::api::clean_note;
 use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
+use super::event_view::{Context as EventContext, EventDetailView};
 use super::gaps;
 use super::guards;
 use super::target::{EventRef, event_href};
-use super::view::{AuditView, BalanceView, EventDetailView, EventView, GapView, HeldAccountView};
+use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView, money};
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;
@@ -56,7 +57,7 @@ struct EventPage {
     csrf: String,
     event: EventDetailView,
     audit: Vec<AuditView>,
-    message: Option<&'static str>,
+    message: Option<String>,
     /// What the event told other systems.
     messages: Vec<super::outbox::MessageView>,
 }
@@ -187,19 +188,70 @@ pub async fn event_page(
         .await?
         .ok_or(ApiError::NotFound("event"))?;
     let audit = context.store.event_audit(&source, &event_id).await?;
-    let message = match flash.done.as_deref() {
-        Some("apply") => Some("Applied: the balance was credited or debited once."),
-        Some("dismiss") => Some("Dismissed: the event will not be applied."),
+    let entry = context.store.event_entry(&source, &event_id).await?;
+    let message = match (flash.done.as_deref(), &entry) {
+        (Some("apply"), Some(entry)) => Some(format!(
+            "Applied: {} to {}; its balance is now {}.",
+            money(Some(entry.amount_minor), Some(&entry.currency)),
+            entry.account_id,
+            money(Some(entry.balance_after_minor), Some(&entry.currency)),
+        )),
+        (Some("dismiss"), _) => Some("Dismissed: the event will not be applied.".to_owned()),
         _ => None,
     };
+    let balance_minor = match (&event.event.account_id, &event.event.currency) {
+        (Some(account), Some(currency)) if event.event.status == "stale" => context
+            .store
+            .account_balances(account)
+            .await?
+            .into_iter()
+            .find(|b| &b.currency == currency)
+            .map(|b| b.balance_minor),
+        _ => None,
+    };
+    let ignored_because = (event.event.status == "ignored")
+        .then(|| {
+            context
+                .source(&source)
+                .map(|s| ignored_because(s, &event.event.event_type))
+        })
+        .flatten();
     let page = EventPage {
         csrf: csrf_for(&admin, &context),
-        event: event.into(),
+        event: EventDetailView::new(
+            event,
+            EventContext {
+                entry,
+                balance_minor,
+                ignored_because,
+            },
+        ),
         audit: audit.into_iter().map(AuditView::from).collect(),
         message,
         messages: super::outbox::event_messages(&context.store, &source, &event_id).await?,
     };
     html(actix_web::http::StatusCode::OK, &page)
+}
+
+/// Why a source left an event alone: the types it maps, and that this one
+/// is not among them (or is, but its conditions did not hold).
+fn ignored_because(source: &crate::source::Source, event_type: &str) -> String {
+    let mapped: Vec<&str> =
+        crate::providers::enabled_rules(source.provider.rules(), &source.mapping)
+            .iter()
+            .map(|rule| rule.event_type)
+            .collect();
+    if mapped.contains(&event_type) {
+        format!(
+            "{event_type} moves money only in some states (a refund that succeeded, say), and this one was not in them"
+        )
+    } else {
+        format!(
+            "source {} maps {}; {event_type} is not among them, so it moves no money",
+            source.name.as_str(),
+            mapped.join(", ")
+        )
+    }
 }
 
 /// The `{action}` segment of an action route (`apply`, `dismiss`).

@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use super::gaps::Gap;
-use super::target::{event_action_href, event_href, gap_action_href, gap_href, guard_href};
+use super::target::{event_href, gap_action_href, gap_href, guard_href};
 use crate::domain::{Currency, format_minor};
-use crate::store::{AuditRow, BalanceRow, EventDetailRow, EventRow, HeldAccountRow};
+use crate::store::{AuditRow, BalanceRow, EventRow, HeldAccountRow};
 
 /// `$12.34`, `¥1,500`, `CHF 1,234.50`: the currency's exponent, thousands
 /// grouped, a minus for a debit; a symbol only where it names one
@@ -80,6 +80,21 @@ pub fn time(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
+/// Whether an event's stored reason says why it is in its status now; an
+/// applied or dismissed event's reason is what it was held for before,
+/// history rather than its state.
+pub fn reason_is_current(status: &str) -> bool {
+    [
+        "stale",
+        "rejected",
+        "waiting",
+        "unmatched",
+        "ignored",
+        "duplicate_effect",
+    ]
+    .contains(&status)
+}
+
 pub struct EventView {
     pub source: String,
     pub event_id: String,
@@ -109,84 +124,16 @@ impl From<EventRow> for EventView {
             source: row.source,
             event_id: row.event_id,
             event_type: row.event_type,
+            reason: row
+                .reason
+                .filter(|_| reason_is_current(&row.status))
+                .unwrap_or_default(),
             status: row.status,
-            reason: row.reason.unwrap_or_default(),
             account_id: row.account_id.unwrap_or_default(),
             deliveries: row.deliveries,
             conflicts: row.conflicts,
             late: row.late,
             sequence: row.sequence.map(|s| s.to_string()).unwrap_or_default(),
-        }
-    }
-}
-
-pub struct EventDetailView {
-    pub summary: EventView,
-    pub fields: Vec<(&'static str, String)>,
-    pub payload: String,
-    /// A `duplicate_effect`'s crediting event: (event id, page).
-    pub credited_by: Option<(String, String)>,
-    pub held: bool,
-    pub can_apply: bool,
-    /// For a waiting event: its account's gap page.
-    pub gap_href: Option<String>,
-    pub apply_href: String,
-    pub dismiss_href: String,
-}
-
-impl From<EventDetailRow> for EventDetailView {
-    fn from(row: EventDetailRow) -> Self {
-        let event = row.event;
-        let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        let fields = vec![
-            ("sequence", optional(event.sequence.map(|s| s.to_string()))),
-            ("scope", event.scope.clone()),
-            ("object id", optional(event.object_id.clone())),
-            ("payment", optional(event.payment_ref.clone())),
-            ("occurred at", optional(event.occurred_at.map(time))),
-            ("first received", time(event.first_received_at)),
-            ("last received", time(event.last_received_at)),
-            ("payload SHA-256", event.payload_sha256.clone()),
-        ];
-        // Pretty-printed for reading; the stored bytes stay as received.
-        let payload = match (row.payload_purged_at, std::str::from_utf8(&row.payload)) {
-            (Some(at), _) => format!(
-                "payload purged on {} (retention); its SHA-256 is kept above",
-                time(at)
-            ),
-            (None, Ok(text)) => serde_json::from_str::<serde_json::Value>(text)
-                .and_then(|v| serde_json::to_string_pretty(&v))
-                .unwrap_or_else(|_| text.to_owned()),
-            (None, Err(_)) => format!(
-                "(not UTF-8: {} bytes, base64 below)\n{}",
-                row.payload.len(),
-                row.payload_base64.as_deref().unwrap_or_default()
-            ),
-        };
-        let credited_by = row
-            .credited_by_source
-            .as_deref()
-            .zip(row.credited_by_event.as_deref())
-            .map(|(source, event_id)| (event_id.to_owned(), event_href(source, event_id)));
-        let gap_href = (event.status == "waiting").then(|| {
-            gap_href(
-                &event.source,
-                event.account_id.as_deref().unwrap_or_default(),
-            )
-        });
-        let apply_href = event_action_href(&event.source, &event.event_id, "apply");
-        let dismiss_href = event_action_href(&event.source, &event.event_id, "dismiss");
-        let summary = EventView::from(event);
-        Self {
-            credited_by,
-            gap_href,
-            apply_href,
-            dismiss_href,
-            held: ["stale", "rejected", "waiting"].contains(&summary.status.as_str()),
-            can_apply: summary.status == "stale",
-            summary,
-            fields,
-            payload,
         }
     }
 }

@@ -68,6 +68,12 @@ where account_id = $1 and ($2 is null or entry_id < $2)
 order by entry_id desc
 limit $3";
 
+/// The entry an event posted (at most one: unique on source and event id).
+const EVENT_ENTRY: &str = "
+select entry_id, source, event_id, account_id, currency, amount_minor, balance_after_minor,
+    account_seq, object_id, operator_applied, created_at
+from ledger_entries where source = $1 and event_id = $2";
+
 /// The parked events of one account, in the order they will be applied.
 const WAITING_EVENTS: &str = concat!(
     "select ",
@@ -141,6 +147,18 @@ impl Store {
             }
             row
         }))
+    }
+
+    pub async fn event_entry(
+        &self,
+        source: &str,
+        event_id: &str,
+    ) -> Result<Option<LedgerEntryRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(EVENT_ENTRY)
+            .bind(source)
+            .bind(event_id)
+            .fetch_optional(pool)
+            .await)?)
     }
 
     pub async fn account_balances(&self, account_id: &str) -> Result<Vec<BalanceRow>, StoreError> {

@@ -31,6 +31,7 @@ mod credits;
 mod disputes;
 mod dot_ids;
 mod duplicates;
+mod event_page;
 mod first_run;
 mod gap_skip;
 mod group_commit;

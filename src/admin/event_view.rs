@@ -1,0 +1,172 @@
+//! The event page's view: every stored field, the payload exactly as
+//! received (and pretty-printed beside it), the ledger entry the event
+//! produced, what an apply would do to the balance, and the reason it is
+//! where it is, kept apart from a reason it was held for earlier.
+
+use super::target::{event_action_href, event_href, gap_href};
+use super::view::{EventView, minor_units, money, reason_is_current, time};
+use crate::store::{EventDetailRow, LedgerEntryRow};
+
+pub struct EventDetailView {
+    pub summary: EventView,
+    pub fields: Vec<(&'static str, String)>,
+    /// The stored bytes as text, exactly as received: what the SHA-256 and
+    /// the signature were computed over.
+    pub payload: String,
+    /// The same, pretty-printed, when it is JSON that reads differently.
+    pub payload_pretty: Option<String>,
+    /// A `duplicate_effect`'s crediting event: (event id, page).
+    pub credited_by: Option<(String, String)>,
+    pub held: bool,
+    pub can_apply: bool,
+    /// For a waiting event: its account's gap page.
+    pub gap_href: Option<String>,
+    pub apply_href: String,
+    pub dismiss_href: String,
+    /// Why the event is in its status now (held, rejected, ignored, ...).
+    pub reason_now: String,
+    /// Why it was held before it was applied or dismissed.
+    pub earlier_reason: Option<String>,
+    pub entry: Option<EntryView>,
+    /// For an event an apply would post: `$12.00 → $13.50`.
+    pub preview: Option<String>,
+}
+
+/// The ledger entry an event produced.
+pub struct EntryView {
+    pub entry_id: i64,
+    pub amount: String,
+    pub amount_minor: String,
+    pub balance_after: String,
+    pub account_seq: i64,
+    pub operator_applied: bool,
+    pub at: String,
+}
+
+impl From<LedgerEntryRow> for EntryView {
+    fn from(row: LedgerEntryRow) -> Self {
+        let currency = Some(row.currency.as_str());
+        Self {
+            entry_id: row.entry_id,
+            amount: money(Some(row.amount_minor), currency),
+            amount_minor: minor_units(Some(row.amount_minor), currency),
+            balance_after: money(Some(row.balance_after_minor), currency),
+            account_seq: row.account_seq,
+            operator_applied: row.operator_applied,
+            at: time(row.created_at),
+        }
+    }
+}
+
+/// What the event page shows besides the stored row.
+pub struct Context {
+    pub entry: Option<LedgerEntryRow>,
+    /// The account's balance in the event's currency now (`None`: none yet).
+    pub balance_minor: Option<i64>,
+    /// For an ignored event without a stored reason: the types its source
+    /// maps.
+    pub ignored_because: Option<String>,
+}
+
+impl EventDetailView {
+    pub fn new(row: EventDetailRow, context: Context) -> Self {
+        let (payload, payload_pretty) = payload(&row);
+        let event = row.event;
+        let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        let fields = vec![
+            ("Sequence", optional(event.sequence.map(|s| s.to_string()))),
+            ("Scope", event.scope.clone()),
+            ("Object id", optional(event.object_id.clone())),
+            ("Payment", optional(event.payment_ref.clone())),
+            ("Occurred at", optional(event.occurred_at.map(time))),
+            ("First received", time(event.first_received_at)),
+            ("Last received", time(event.last_received_at)),
+            ("Payload SHA-256", event.payload_sha256.clone()),
+        ];
+        let credited_by = row
+            .credited_by_source
+            .as_deref()
+            .zip(row.credited_by_event.as_deref())
+            .map(|(source, event_id)| (event_id.to_owned(), event_href(source, event_id)));
+        let gap_href = (event.status == "waiting").then(|| {
+            gap_href(
+                &event.source,
+                event.account_id.as_deref().unwrap_or_default(),
+            )
+        });
+        let apply_href = event_action_href(&event.source, &event.event_id, "apply");
+        let dismiss_href = event_action_href(&event.source, &event.event_id, "dismiss");
+        let can_apply = event.status == "stale";
+        let preview = match (can_apply, event.amount_minor, event.currency.as_deref()) {
+            (true, Some(amount), Some(currency)) => {
+                let before = context.balance_minor.unwrap_or(0);
+                before.checked_add(amount).map(|after| {
+                    format!(
+                        "{} → {}",
+                        money(Some(before), Some(currency)),
+                        money(Some(after), Some(currency))
+                    )
+                })
+            }
+            _ => None,
+        };
+        let stored_reason = event.reason.clone().filter(|r| !r.is_empty());
+        let current = reason_is_current(&event.status);
+        let reason_now = match (current, &stored_reason) {
+            (true, Some(reason)) => reason.clone(),
+            (true, None) if event.status == "ignored" => {
+                context.ignored_because.unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let earlier_reason = stored_reason.filter(|_| !current);
+        let mut summary = EventView::from(event);
+        summary.reason = reason_now.clone();
+        Self {
+            held: ["stale", "rejected", "waiting"].contains(&summary.status.as_str()),
+            can_apply,
+            credited_by,
+            gap_href,
+            apply_href,
+            dismiss_href,
+            summary,
+            fields,
+            payload,
+            payload_pretty,
+            reason_now,
+            earlier_reason,
+            entry: context.entry.map(EntryView::from),
+            preview,
+        }
+    }
+}
+
+/// The payload as received, and pretty-printed when that reads
+/// differently.
+fn payload(row: &EventDetailRow) -> (String, Option<String>) {
+    let bytes = &row.payload;
+    if let Some(at) = row.payload_purged_at {
+        let gone = format!(
+            "payload purged on {} (retention); its SHA-256 is kept above",
+            time(at)
+        );
+        return (gone, None);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let pretty = serde_json::from_str::<serde_json::Value>(text)
+                .and_then(|v| serde_json::to_string_pretty(&v))
+                .ok()
+                .filter(|pretty| pretty != text);
+            (text.to_owned(), pretty)
+        }
+        Err(_) => (
+            format!(
+                "(not UTF-8: {} bytes, base64 below)\n{}",
+                bytes.len(),
+                row.payload_base64.as_deref().unwrap_or_default()
+            ),
+            None,
+        ),
+    }
+}

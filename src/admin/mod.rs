@@ -2,6 +2,7 @@
 //! (session cookie or bearer token). Every route requires auth except the
 //! login form and the stylesheet.
 
+mod account_page;
 mod api;
 mod auth;
 mod event_view;
@@ -54,6 +55,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
             .service(Endpoint::new("/event").get(pages::event_page).finish())
+            .service(
+                Endpoint::new("/account")
+                    .get(account_page::account_page)
+                    .finish(),
+            )
             .service(
                 Endpoint::new("/event/{action}")
                     .post(pages::event_action)

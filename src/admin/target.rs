@@ -164,6 +164,11 @@ pub fn event_action_href(source: &str, event_id: &str, action: &str) -> String {
     )
 }
 
+/// The account page: balances, ledger, and every event for the account.
+pub fn account_href(account_id: &str) -> String {
+    format!("/admin/account?id={}", query_value(account_id))
+}
+
 /// The gap page of one account.
 pub fn gap_href(source: &str, account_id: &str) -> String {
     gap_action_href(source, account_id, "")

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::gaps::Gap;
-use super::target::{event_href, gap_action_href, gap_href, guard_href};
+use super::target::{account_href, event_href, gap_action_href, gap_href, guard_href};
 use crate::domain::{Currency, format_minor};
 use crate::store::{AuditRow, BalanceRow, EventRow, HeldAccountRow};
 
@@ -109,6 +109,8 @@ pub struct EventView {
     pub conflicts: i64,
     pub received: String,
     pub href: String,
+    /// The account page, when the event names an account.
+    pub account_href: Option<String>,
     /// Arrived below its account's sequence guard.
     pub late: bool,
     pub sequence: String,
@@ -129,6 +131,7 @@ impl From<EventRow> for EventView {
                 .filter(|_| reason_is_current(&row.status))
                 .unwrap_or_default(),
             status: row.status,
+            account_href: row.account_id.as_deref().map(account_href),
             account_id: row.account_id.unwrap_or_default(),
             deliveries: row.deliveries,
             conflicts: row.conflicts,
@@ -140,6 +143,8 @@ impl From<EventRow> for EventView {
 
 pub struct BalanceView {
     pub account_id: String,
+    pub account_href: String,
+    pub currency: String,
     pub balance: String,
     pub balance_minor: String,
     /// Below zero: flagged on the page.
@@ -154,7 +159,9 @@ impl From<BalanceRow> for BalanceView {
             balance_minor: minor_units(Some(row.balance_minor), Some(&row.currency)),
             negative: row.balance_minor < 0,
             updated: time(row.updated_at),
+            account_href: account_href(&row.account_id),
             account_id: row.account_id,
+            currency: row.currency,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::drain::DrainSignal;
+use crate::failures::VerificationFailures;
 use crate::http::proxy::TrustedProxies;
 use crate::ingest::Ingestor;
 use crate::secret::Secret;
@@ -23,6 +24,8 @@ pub struct Context {
     pub sources: HashMap<String, Arc<Source>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
+    /// The latest verification failures per source, for the admin.
+    pub failures: VerificationFailures,
     /// Wakes the task that releases parked events beyond one transaction's
     /// bound.
     pub drain: DrainSignal,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod context;
 pub mod domain;
 pub mod drain;
+pub mod failures;
 pub mod http;
 pub mod ingest;
 pub mod operator;

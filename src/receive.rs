@@ -7,6 +7,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::Context;
 use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
+use crate::failures::Failure;
 use crate::ingest::{Outcome, RawDelivery};
 use crate::providers::{
     Delivery, HeaderSource, MapError, Verified, VerifyError, VerifyPolicy, parse_json,
@@ -52,6 +53,8 @@ pub async fn receive(
         context
             .metrics
             .verification_failure(source_name, error.code());
+        let failure = Failure::new(now, error, headers.names(), body.len(), sha256_hex(body));
+        context.failures.record(source_name, failure);
         // Anyone can cause this line: budgeted, summarised per minute.
         if context
             .log_budget

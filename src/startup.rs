@@ -120,6 +120,7 @@ impl Application {
                 .collect::<HashMap<_, _>>(),
             clock,
             metrics,
+            failures: Default::default(),
             drain: DrainSignal::default(),
             release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),

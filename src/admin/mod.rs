@@ -6,6 +6,7 @@ mod account_page;
 mod api;
 mod auth;
 mod event_view;
+mod failures;
 mod gap_api;
 mod gap_pages;
 mod gaps;
@@ -55,6 +56,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
             .service(Endpoint::new("/event").get(pages::event_page).finish())
+            .service(Endpoint::new("/failures").get(failures::page).finish())
+            .service(Endpoint::new("/api/failures").get(failures::api).finish())
             .service(
                 Endpoint::new("/account")
                     .get(account_page::account_page)

@@ -41,4 +41,9 @@ impl HeaderSource for ActixHeaders<'_> {
     fn raw_header(&self, name: &str) -> Option<&[u8]> {
         self.0.get(name).map(|value| value.as_bytes())
     }
+
+    fn names(&self) -> Vec<String> {
+        // actix stores names lowercase.
+        self.0.keys().map(|name| name.as_str().to_owned()).collect()
+    }
 }

@@ -11,6 +11,12 @@ pub trait HeaderSource {
     /// case-insensitive.
     fn raw_header(&self, name: &str) -> Option<&[u8]>;
 
+    /// The names of the headers present, lowercase, for a failure's record
+    /// (never their values).
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The header's value, if present and visible ASCII (tab allowed).
     fn header(&self, name: &str) -> Option<&str> {
         self.raw_header(name)
@@ -28,6 +34,10 @@ impl HeaderSource for HeaderPairs<'_> {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_bytes())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.0.iter().map(|(n, _)| n.to_ascii_lowercase()).collect()
     }
 }
 

@@ -33,6 +33,7 @@ mod disputes;
 mod dot_ids;
 mod duplicates;
 mod event_page;
+mod failures;
 mod first_run;
 mod gap_skip;
 mod group_commit;

@@ -4,6 +4,7 @@
 
 mod account_page;
 mod api;
+mod audit_page;
 mod auth;
 mod event_view;
 mod failures;
@@ -57,6 +58,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             // kept for scripts and bookmarks.
             .service(Endpoint::new("/event").get(pages::event_page).finish())
             .service(Endpoint::new("/failures").get(failures::page).finish())
+            .service(Endpoint::new("/audit").get(audit_page::page).finish())
+            .service(Endpoint::new("/api/audit").get(audit_page::api).finish())
             .service(Endpoint::new("/api/failures").get(failures::api).finish())
             .service(
                 Endpoint::new("/account")

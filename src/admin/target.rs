@@ -169,6 +169,14 @@ pub fn account_href(account_id: &str) -> String {
     format!("/admin/account?id={}", query_value(account_id))
 }
 
+/// A page of the audit log, by actor if given, below `before`.
+pub fn audit_href(actor: Option<&str>, before: i64) -> String {
+    match actor {
+        Some(actor) => format!("/admin/audit?actor={}&before={before}", query_value(actor)),
+        None => format!("/admin/audit?before={before}"),
+    }
+}
+
 /// The gap page of one account.
 pub fn gap_href(source: &str, account_id: &str) -> String {
     gap_action_href(source, account_id, "")

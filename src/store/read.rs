@@ -105,6 +105,15 @@ select audit_id, action, source, event_id, account_id, previous_status, actor, n
     created_at
 from audit_log where source = $1 and account_id = $2 order by audit_id desc limit $3";
 
+/// The audit log, newest first, by actor if given; `$2` is the keyset
+/// cursor (an `audit_id`).
+const AUDIT_LOG: &str = "
+select audit_id, action, source, event_id, account_id, previous_status, actor, note, detail,
+    created_at
+from audit_log
+where ($1 is null or actor = $1) and ($2 is null or audit_id < $2)
+order by audit_id desc limit $3";
+
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
     pub source: Option<String>,
@@ -147,6 +156,20 @@ impl Store {
             }
             row
         }))
+    }
+
+    pub async fn audit_log(
+        &self,
+        actor: Option<&str>,
+        before: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(AUDIT_LOG)
+            .bind(actor)
+            .bind(before)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
     }
 
     pub async fn event_entry(

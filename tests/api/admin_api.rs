@@ -7,7 +7,7 @@ use crate::helpers::{
 };
 
 /// Every admin API route, with a method and a concrete path.
-const API_ROUTES: [(&str, &str); 7] = [
+const API_ROUTES: [(&str, &str); 10] = [
     ("GET", "/admin/api/events"),
     ("GET", "/admin/api/events/demo/msg_1"),
     ("POST", "/admin/api/events/demo/msg_1/apply"),
@@ -15,6 +15,9 @@ const API_ROUTES: [(&str, &str); 7] = [
     ("GET", "/admin/api/accounts/acct_1"),
     ("GET", "/admin/api/metrics"),
     ("GET", "/admin/api/check"),
+    ("GET", "/admin/api/outbox"),
+    ("GET", "/admin/api/failures"),
+    ("GET", "/admin/api/audit"),
 ];
 
 async fn every_api_route_needs_the_token(backend: Backend) {

@@ -19,6 +19,7 @@ mod admin_api;
 mod admin_page;
 mod admin_queues;
 mod ambiguous;
+mod audit_page;
 mod backup;
 mod bad_input;
 mod bench;

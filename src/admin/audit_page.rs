@@ -1,0 +1,121 @@
+//! The audit log: every operator action, newest first, filterable by actor
+//! (`GET /admin/audit?actor=&before=`, and `/admin/api/audit` with
+//! `limit`), paged by audit id.
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::web::{Data, Json, Query};
+use askama::Template;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::{BearerAdmin, PageAdmin};
+use super::pages::{csrf_for, html, see_other};
+use super::target::{account_href, audit_href, event_href, plain_id};
+use super::view::time;
+use crate::context::Context;
+use crate::http::ApiError;
+use crate::store::AuditRow;
+
+/// Rows per page.
+const PAGE: i64 = 100;
+
+#[derive(Debug, Deserialize)]
+pub struct AuditQuery {
+    actor: Option<String>,
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+impl AuditQuery {
+    /// The actor filter, checked; an empty one is none.
+    fn actor(&self) -> Result<Option<String>, ApiError> {
+        match self.actor.as_deref().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(actor) => plain_id("actor", actor.to_owned()).map(Some),
+        }
+    }
+}
+
+pub struct AuditLine {
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub source: String,
+    /// The event acted on, with its page.
+    pub event: Option<(String, String)>,
+    /// The account, with its page.
+    pub account: Option<(String, String)>,
+    pub previous_status: String,
+    pub note: String,
+    pub detail: String,
+}
+
+impl From<AuditRow> for AuditLine {
+    fn from(row: AuditRow) -> Self {
+        Self {
+            at: time(row.created_at),
+            event: row.event_id.map(|id| (event_href(&row.source, &id), id)),
+            account: row.account_id.map(|id| (account_href(&id), id)),
+            actor: row.actor,
+            action: row.action,
+            source: row.source,
+            previous_status: row.previous_status,
+            note: row.note.unwrap_or_default(),
+            detail: row.detail.unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "audit.html")]
+struct AuditPage {
+    csrf: String,
+    actor: String,
+    lines: Vec<AuditLine>,
+    older_href: Option<String>,
+}
+
+pub async fn page(
+    admin: Option<PageAdmin>,
+    context: Data<Context>,
+    query: Query<AuditQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(admin) = admin else {
+        return Ok(see_other("/admin"));
+    };
+    let actor = query.actor()?;
+    let mut rows = context
+        .store
+        .audit_log(actor.as_deref(), query.before, PAGE + 1)
+        .await?;
+    let older_href = (rows.len() as i64 > PAGE)
+        .then(|| audit_href(actor.as_deref(), rows[PAGE as usize - 1].audit_id));
+    rows.truncate(PAGE as usize);
+    let page = AuditPage {
+        csrf: csrf_for(&admin, &context),
+        actor: actor.unwrap_or_default(),
+        lines: rows.into_iter().map(AuditLine::from).collect(),
+        older_href,
+    };
+    html(StatusCode::OK, &page)
+}
+
+/// `{"audit": [...], "next_before": id or null}`, newest first; `limit`
+/// 1-500 (default 100).
+pub async fn api(
+    _: BearerAdmin,
+    context: Data<Context>,
+    query: Query<AuditQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let actor = query.actor()?;
+    let limit = query.limit.unwrap_or(PAGE).clamp(1, 500);
+    let rows = context
+        .store
+        .audit_log(actor.as_deref(), query.before, limit)
+        .await?;
+    let next_before = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(|r| r.audit_id))
+        .flatten();
+    Ok(Json(json!({ "audit": rows, "next_before": next_before })))
+}

@@ -2,6 +2,7 @@
 
 use actix_web::web::{Data, Json, Path, Payload, Query};
 use actix_web::{FromRequest, HttpRequest};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -17,13 +18,73 @@ use crate::store::EventFilter;
 const MAX_PAGE: i64 = 500;
 const MAX_NOTE_CHARS: usize = 2000;
 
-#[derive(Debug, Deserialize)]
+/// The events list's filters, as the API and the events page take them.
+/// Empty values (`?source=`, as a form sends them) mean no filter.
+#[derive(Debug, Default, Deserialize)]
 pub struct EventsQuery {
     pub source: Option<String>,
     pub status: Option<String>,
     pub account: Option<String>,
+    #[serde(rename = "type")]
+    pub event_type: Option<String>,
+    /// The provider's event id, exactly.
+    pub id: Option<String>,
+    /// First received on or after: `YYYY-MM-DD` (UTC) or RFC 3339.
+    pub from: Option<String>,
+    /// First received on or before this day (`YYYY-MM-DD`, the whole day),
+    /// or before this instant (RFC 3339).
+    pub to: Option<String>,
     pub limit: Option<i64>,
     pub before: Option<i64>,
+}
+
+impl EventsQuery {
+    pub(super) fn filter(&self, default_limit: i64) -> Result<EventFilter, ApiError> {
+        let text = |value: &Option<String>, what: &str| {
+            filter_value(value.as_ref().map(|v| v.trim().to_owned()))
+                .map(|v| plain_id(what, v))
+                .transpose()
+        };
+        let status = text(&self.status, "status")?
+            .map(|s| {
+                s.parse::<Status>()
+                    .map_err(|e| ApiError::BadRequest(e.to_string()))
+            })
+            .transpose()?;
+        Ok(EventFilter {
+            source: text(&self.source, "source")?,
+            status,
+            account_id: text(&self.account, "account")?,
+            event_type: text(&self.event_type, "type")?,
+            event_id: text(&self.id, "id")?,
+            received_from: text(&self.from, "from")?
+                .map(|v| instant(&v, "from", false))
+                .transpose()?,
+            received_before: text(&self.to, "to")?
+                .map(|v| instant(&v, "to", true))
+                .transpose()?,
+            before: self.before,
+            limit: page_size(self.limit, default_limit)?,
+        })
+    }
+}
+
+/// `YYYY-MM-DD` as the start of that day in UTC (`end`: of the next day,
+/// so the day is included), or an RFC 3339 instant as it is.
+fn instant(value: &str, what: &str, end: bool) -> Result<DateTime<Utc>, ApiError> {
+    if let Ok(day) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+        let day = if end { day.succ_opt() } else { Some(day) };
+        if let Some(start) = day.and_then(|d| d.and_hms_opt(0, 0, 0)) {
+            return Ok(start.and_utc());
+        }
+    }
+    DateTime::parse_from_rfc3339(value)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| {
+            ApiError::BadRequest(format!(
+                "{what} must be a date (YYYY-MM-DD) or an RFC 3339 time"
+            ))
+        })
 }
 
 pub(super) fn page_size(limit: Option<i64>, default: i64) -> Result<i64, ApiError> {
@@ -45,24 +106,7 @@ pub async fn list_events(
     context: Data<Context>,
     query: Query<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let query = query.into_inner();
-    let status = filter_value(query.status)
-        .map(|s| {
-            s.parse::<Status>()
-                .map_err(|e| ApiError::BadRequest(e.to_string()))
-        })
-        .transpose()?;
-    let filter = EventFilter {
-        source: filter_value(query.source)
-            .map(|s| plain_id("source", s))
-            .transpose()?,
-        status,
-        account_id: filter_value(query.account)
-            .map(|a| plain_id("account", a))
-            .transpose()?,
-        before: query.before,
-        limit: page_size(query.limit, 50)?,
-    };
+    let filter = query.filter(50)?;
     let events = context.store.list_events(&filter).await?;
     let next_before = (events.len() as i64 == filter.limit)
         .then(|| events.last().map(|e| e.intent_id))

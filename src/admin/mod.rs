@@ -7,6 +7,7 @@ mod api;
 mod audit_page;
 mod auth;
 mod event_view;
+mod events_page;
 mod failures;
 mod gap_api;
 mod gap_pages;
@@ -57,6 +58,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
             .service(Endpoint::new("/event").get(pages::event_page).finish())
+            .service(
+                Endpoint::new("/events")
+                    .get(events_page::events_page)
+                    .finish(),
+            )
             .service(Endpoint::new("/failures").get(failures::page).finish())
             .service(Endpoint::new("/audit").get(audit_page::page).finish())
             .service(Endpoint::new("/api/audit").get(audit_page::api).finish())

@@ -3,6 +3,7 @@
 //! text, so ids, not times, define the order.
 
 use base64::Engine;
+use chrono::{DateTime, Timelike, Utc};
 
 use super::rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
 use super::{Store, StoreError, on_pool};
@@ -17,19 +18,9 @@ macro_rules! event_columns {
     };
 }
 
-/// Optional filters are `$n is null or ...` so the statement text is fixed
-/// and prepared once; `before` is the keyset cursor (an `intent_id`).
-const LIST_EVENTS: &str = concat!(
-    "select ",
-    event_columns!(),
-    " from intents
-where ($1 is null or source = $1)
-  and ($2 is null or status = $2)
-  and ($3 is null or account_id = $3)
-  and ($4 is null or intent_id < $4)
-order by intent_id desc
-limit $5"
-);
+/// The events list: only the filters given become conditions (see
+/// [`list_events_sql`]); `before` is the keyset cursor (an `intent_id`).
+const LIST_EVENTS_HEAD: &str = concat!("select ", event_columns!(), " from intents");
 
 /// Held events, oldest first: the operator's queue.
 const HELD_EVENTS: &str = concat!(
@@ -119,20 +110,77 @@ pub struct EventFilter {
     pub source: Option<String>,
     pub status: Option<Status>,
     pub account_id: Option<String>,
+    pub event_type: Option<String>,
+    /// The provider's event id, exactly.
+    pub event_id: Option<String>,
+    /// First received at or after this (whole seconds: SQLite compares the
+    /// stored RFC 3339 text, exact at that precision).
+    pub received_from: Option<DateTime<Utc>>,
+    /// First received before this (whole seconds).
+    pub received_before: Option<DateTime<Utc>>,
     pub before: Option<i64>,
     pub limit: i64,
 }
 
+/// The statement for the filters present, numbered in the order
+/// [`Store::list_events`] binds them. Each combination is its own statement,
+/// planned for what it filters on: one fixed `$n is null or ...` statement
+/// would get a single generic plan on PostgreSQL that serves no filter well.
+fn list_events_sql(filter: &EventFilter) -> String {
+    let present = [
+        ("source = ", filter.source.is_some()),
+        ("status = ", filter.status.is_some()),
+        ("account_id = ", filter.account_id.is_some()),
+        ("event_type = ", filter.event_type.is_some()),
+        ("event_id = ", filter.event_id.is_some()),
+        ("first_received_at >= ", filter.received_from.is_some()),
+        ("first_received_at < ", filter.received_before.is_some()),
+        ("intent_id < ", filter.before.is_some()),
+    ];
+    let conditions: Vec<String> = present
+        .iter()
+        .filter(|(_, given)| *given)
+        .enumerate()
+        .map(|(i, (condition, _))| format!("{condition}${}", i + 1))
+        .collect();
+    let limit = conditions.len() + 1;
+    let filters = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" where {}", conditions.join(" and "))
+    };
+    format!("{LIST_EVENTS_HEAD}{filters} order by intent_id desc limit ${limit}")
+}
+
 impl Store {
     pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
-        Ok(on_pool!(self, pool => sqlx::query_as(LIST_EVENTS)
-            .bind(filter.source.as_deref())
-            .bind(filter.status.map(Status::as_str))
-            .bind(filter.account_id.as_deref())
-            .bind(filter.before)
-            .bind(filter.limit)
-            .fetch_all(pool)
-            .await)?)
+        let sql = list_events_sql(filter);
+        let second = |at: DateTime<Utc>| at.with_nanosecond(0).unwrap_or(at);
+        Ok(on_pool!(self, pool => {
+            // Bound in list_events_sql's order, each only when present. The
+            // text is ours alone: fixed conditions and numbered parameters,
+            // never a value.
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()));
+            for text in [
+                filter.source.as_deref(),
+                filter.status.map(Status::as_str),
+                filter.account_id.as_deref(),
+                filter.event_type.as_deref(),
+                filter.event_id.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                query = query.bind(text);
+            }
+            for at in [filter.received_from, filter.received_before].into_iter().flatten() {
+                query = query.bind(second(at));
+            }
+            if let Some(before) = filter.before {
+                query = query.bind(before);
+            }
+            query.bind(filter.limit).fetch_all(pool).await
+        })?)
     }
 
     pub async fn held_events(&self, limit: i64) -> Result<Vec<EventRow>, StoreError> {

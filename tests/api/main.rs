@@ -34,6 +34,7 @@ mod disputes;
 mod dot_ids;
 mod duplicates;
 mod event_page;
+mod events_page;
 mod failures;
 mod first_run;
 mod gap_skip;

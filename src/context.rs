@@ -37,6 +37,9 @@ pub struct Context {
     pub sessions: SessionKeys,
     /// Failed admin sign-ins (bearer or form) per client address.
     pub sign_in: SignInThrottle,
+    /// Failed `GET /metrics` tokens per client address: apart from the
+    /// admin's, so one never resets or trips the other.
+    pub metrics_sign_in: SignInThrottle,
     pub max_body_bytes: usize,
     /// Bounds the log lines unauthenticated clients can cause.
     pub log_budget: LogBudget,

@@ -48,7 +48,9 @@ impl Failure {
         body_bytes: usize,
         body_sha256: String,
     ) -> Self {
-        headers.sort();
+        // Names a signature scheme uses first, so a proxy that adds many
+        // headers never pushes the one that matters out of the record.
+        headers.sort_by_key(|name| (!signature_like(name), name.clone()));
         headers.dedup();
         headers.truncate(NAMES);
         for name in &mut headers {
@@ -67,10 +69,28 @@ impl Failure {
             headers,
             body_bytes,
             body_sha256,
-            signed_at: skew_secs.map(|skew| at - TimeDelta::seconds(skew)),
+            signed_at: skew_secs
+                .and_then(TimeDelta::try_seconds)
+                .and_then(|skew| at.checked_sub_signed(skew)),
             skew_secs,
         }
     }
+}
+
+/// Whether a header name looks like part of a signature scheme (every
+/// kind's signature, timestamp and id headers do).
+fn signature_like(name: &str) -> bool {
+    [
+        "sig",
+        "webhook",
+        "timestamp",
+        "hmac",
+        "auth",
+        "-id",
+        "token",
+    ]
+    .iter()
+    .any(|part| name.contains(part))
 }
 
 #[derive(Debug, Default)]

@@ -127,6 +127,7 @@ impl Application {
             admin_token: config.admin.token,
             metrics_token: config.metrics_token,
             sign_in: SignInThrottle::default(),
+            metrics_sign_in: SignInThrottle::default(),
             max_body_bytes: config.max_body_bytes,
             log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
             trusted_proxies: config.limits.trusted_proxies.clone(),

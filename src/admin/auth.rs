@@ -73,32 +73,65 @@ fn client_address(request: &HttpRequest, context: &Context) -> IpAddr {
 /// time, unless its address must wait after too many failures: then 429
 /// without comparing. Failures are counted and logged, never the token.
 pub fn check_token(request: &HttpRequest, context: &Context, token: &str) -> Result<(), ApiError> {
-    check_presented(request, context, &context.admin_token, token)
+    check_at(request, context, Gate::Admin, token)
 }
 
-/// [`check_token`] against another token (the metrics token): the same
-/// constant-time compare, and the same per-address throttle.
-pub fn check_presented(
+/// [`check_token`] for `GET /metrics`'s own token: the same constant-time
+/// compare, with a throttle, counter and log line of its own, so that
+/// holding the (weaker, widely copied) metrics token never resets the
+/// admin sign-in throttle, and a misconfigured scraper never locks an
+/// operator out.
+pub fn check_metrics_token(
     request: &HttpRequest,
     context: &Context,
     expected: &Secret,
     token: &str,
 ) -> Result<(), ApiError> {
+    check_at(request, context, Gate::Metrics(expected), token)
+}
+
+/// Which token a request presents.
+enum Gate<'a> {
+    Admin,
+    Metrics(&'a Secret),
+}
+
+fn check_at(
+    request: &HttpRequest,
+    context: &Context,
+    gate: Gate<'_>,
+    token: &str,
+) -> Result<(), ApiError> {
     let address = client_address(request, context);
     let now = context.clock.now();
-    match context
-        .sign_in
-        .attempt(address, now, || expected.matches(token))
-    {
+    let (throttle, expected, what, kind) = match gate {
+        Gate::Admin => (
+            &context.sign_in,
+            &context.admin_token,
+            "admin sign-in",
+            "failed admin sign-ins",
+        ),
+        Gate::Metrics(secret) => (
+            &context.metrics_sign_in,
+            secret,
+            "metrics token",
+            "failed metrics tokens",
+        ),
+    };
+    let count = |outcome: &str| match gate {
+        Gate::Admin => context.metrics.sign_in(outcome),
+        Gate::Metrics(_) => context.metrics.metrics_auth(outcome),
+    };
+    match throttle.attempt(address, now, || expected.matches(token)) {
         Verdict::Accepted => Ok(()),
         Verdict::Wait(secs) => {
-            context.metrics.sign_in("throttled");
+            count("throttled");
             Err(ApiError::TooManyAttempts(secs))
         }
         Verdict::Failed(failures) => {
-            context.metrics.sign_in("failed");
-            if context.log_budget.admit("failed admin sign-ins", "") {
-                tracing::warn!(%address, failures, "admin sign-in failed");
+            count("failed");
+            if context.log_budget.admit(kind, "") {
+                tracing::warn!(%address, failures, "{what} refused");
             }
             Err(ApiError::Unauthorized)
         }

@@ -26,7 +26,7 @@ use actix_web::web;
 
 use crate::http::routes::Endpoint;
 
-pub use auth::{SESSION_COOKIE, bearer_token, check_presented};
+pub use auth::{SESSION_COOKIE, bearer_token, check_metrics_token};
 pub use throttle::SignInThrottle;
 
 /// No inline script or style anywhere, no framing, forms only to ourselves.

@@ -90,8 +90,10 @@ impl Relay {
                 .store
                 .record_attempts(&self.owner, &outcomes, Utc::now())
                 .await;
-            if recorded.is_ok() {
-                self.count(&outcomes);
+            if let Ok(recorded) = recorded {
+                let name = &self.destination.name;
+                self.instruments.delivered(name, recorded.delivered);
+                self.instruments.dead(name, recorded.dead);
             }
             if let Err(error) = recorded {
                 // The claims stay leased: nothing is sent again before the
@@ -170,24 +172,6 @@ impl Relay {
             }
         }
         results
-    }
-
-    /// Counts recorded outcomes: delivered, and failures that were the
-    /// last attempt (the store dead-letters those in the same statement).
-    fn count(&self, outcomes: &[(&OutboxRow, Attempted)]) {
-        let (mut delivered, mut dead) = (0, 0);
-        for (row, outcome) in outcomes {
-            match outcome {
-                Attempted::Delivered => delivered += 1,
-                Attempted::Failed { max_attempts, .. } if row.attempts >= *max_attempts => {
-                    dead += 1
-                }
-                _ => {}
-            }
-        }
-        let name = &self.destination.name;
-        self.instruments.delivered(name, delivered);
-        self.instruments.dead(name, dead);
     }
 
     fn outcomes<'r>(

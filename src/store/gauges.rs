@@ -1,6 +1,6 @@
 //! Figures read at each metrics scrape: the held queue by status, and the
-//! connection pool's use. Cheap by construction: the held counts walk
-//! `intents_by_status` over held rows only, and the pool's figures are the
+//! connection pool's use. Cheap by construction: the held counts read held
+//! rows only (through `intents_by_status`), and the pool's figures are the
 //! pool's own counters (no query).
 
 use chrono::{DateTime, Utc};
@@ -8,15 +8,13 @@ use chrono::{DateTime, Utc};
 use super::{Store, StoreError, on_pool};
 use crate::domain::Status;
 
-/// Held events per status, and the first received of each (the oldest by
-/// `intent_id`, the order the held queue shows them in).
+/// Held events per status, and when the oldest of each was first received
+/// (SQLite: the minimum of RFC 3339 text in UTC, exact to the second).
 const HELD: &str = "
-select h.status, h.held, i.first_received_at
-from (select status, count(*) as held, min(intent_id) as oldest
-      from intents where status in ('stale', 'rejected', 'waiting', 'unmatched')
-      group by status) h
-join intents i on i.intent_id = h.oldest
-order by h.status";
+select status, count(*), min(first_received_at)
+from intents where status in ('stale', 'rejected', 'waiting', 'unmatched')
+group by status
+order by status";
 
 /// The statuses that wait for a delivery or a person.
 pub const HELD_STATUSES: [Status; 4] = [

@@ -25,14 +25,18 @@ pub struct Counters {
     /// source -> ordering counter -> count: `late_credit_applied`,
     /// `late_credit_held`, `late_debit_applied`, `late_debit_held`, `parked`,
     /// `released` (parked events applied), `skipped` (numbers an operator
-    /// skipped).
+    /// skipped), `unmatched` (a reversal before its payment),
+    /// `duplicate_effect` (a payment credited already).
     pub ordering: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Connections closed unserved at the gate: `refused_full` (the
-    /// `max_connections` bound), `refused_per_address`.
+    /// Connections closed unserved at the gate, or ended by a fault:
+    /// `refused_full` (the `max_connections` bound), `refused_per_address`,
+    /// `malformed_request`, `io_error`, ... (see `http::connection`).
     pub connections: BTreeMap<String, u64>,
     /// Admin sign-ins (bearer or form): `failed` (a wrong token),
     /// `throttled` (refused 429 while the address waits).
     pub sign_in: BTreeMap<String, u64>,
+    /// `GET /metrics` with a wrong or no token: `failed`, `throttled`.
+    pub metrics_auth: BTreeMap<String, u64>,
 }
 
 fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str, by: u64) {
@@ -67,6 +71,14 @@ impl Metrics {
 
     pub fn sign_in(&self, outcome: &str) {
         *self.lock().sign_in.entry(outcome.to_owned()).or_default() += 1;
+    }
+
+    pub fn metrics_auth(&self, outcome: &str) {
+        *self
+            .lock()
+            .metrics_auth
+            .entry(outcome.to_owned())
+            .or_default() += 1;
     }
 
     /// How long a webhook request to a configured source took, from its

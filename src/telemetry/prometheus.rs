@@ -76,12 +76,18 @@ fn counters(registry: &mut Registry, metrics: &Metrics) {
         }
         registry.register(name, help, family);
     }
-    let flat: [(&str, &str, &str, &BTreeMap<String, u64>); 2] = [
+    let flat: [(&str, &str, &str, &BTreeMap<String, u64>); 3] = [
         (
             "hookledger_connections_refused",
-            "Connections closed unserved at the gate, by reason",
+            "Connections closed unserved at the gate or ended by a fault, by reason",
             "reason",
             &counts.connections,
+        ),
+        (
+            "hookledger_metrics_auth_refusals",
+            "GET /metrics refused: a wrong or no token, or throttled",
+            "outcome",
+            &counts.metrics_auth,
         ),
         (
             "hookledger_admin_sign_in_refusals",
@@ -168,7 +174,7 @@ fn outbox(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
             })
             .collect::<Vec<_>>()
     };
-    let figures: [(&str, &str, Figure); 4] = [
+    let figures: [(&str, &str, Figure); 5] = [
         (
             "hookledger_outbox_pending",
             "Messages not yet acknowledged by the destination (in flight included)",
@@ -188,6 +194,11 @@ fn outbox(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
             "hookledger_outbox_dead_letters",
             "Dead letters kept now, waiting for a replay",
             |s, _| s.dead,
+        ),
+        (
+            "hookledger_outbox_delivered_last_hour",
+            "Messages acknowledged in the last hour, by any instance",
+            |s, _| s.delivered_last_hour,
         ),
     ];
     for (name, help, value) in figures {

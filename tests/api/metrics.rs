@@ -139,6 +139,33 @@ async fn a_token_closes_the_endpoint(backend: Backend) {
     }
     let samples = scrape(&app, Some(TOKEN)).await;
     assert!(samples.contains_key(r#"hookledger_held_events{status="waiting"}"#));
+    assert_eq!(
+        value(
+            &samples,
+            r#"hookledger_metrics_auth_refusals_total{outcome="failed"}"#
+        ),
+        3.0
+    );
+    // Guessing at /metrics gets throttled, on its own: the admin is not.
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        let response = app
+            .client
+            .get(app.url("/metrics"))
+            .bearer_auth("metrics-token-wrong-000000")
+            .send()
+            .await
+            .unwrap();
+        statuses.push(response.status());
+    }
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        app.admin_get("/admin/api/check").await.status(),
+        StatusCode::OK
+    );
 }
 
 async fn the_outbox_is_counted_per_destination(backend: Backend) {

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use super::Store;
 use crate::domain::Routes;
 
-pub use relay::{Attempted, Replay};
+pub use relay::{Attempted, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
 
 /// Where this process's postings are told: the configured routes, the

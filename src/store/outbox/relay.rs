@@ -94,6 +94,15 @@ delete from outbox where outbox_id in (
     select outbox_id from outbox where state = 'delivered' and delivered_ms < $1
     order by outbox_id limit $2)";
 
+/// What [`Store::record_attempts`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// Rows marked delivered by this call.
+    pub delivered: u64,
+    /// Rows this call made dead letters.
+    pub dead: u64,
+}
+
 /// How one claimed row's attempt ended.
 #[derive(Debug, Clone)]
 pub enum Attempted {
@@ -151,13 +160,15 @@ impl Store {
     }
 
     /// Records the outcome of each attempt of `owner`'s claims, in one
-    /// transaction.
+    /// transaction; what it changed (a row another relay recorded first,
+    /// or took over after the lease passed, is not counted).
     pub async fn record_attempts(
         &self,
         owner: &str,
         outcomes: &[(&OutboxRow, Attempted)],
         now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Recorded, StoreError> {
+        let mut recorded = Recorded::default();
         let mut tx = self.begin().await?;
         let now_ms = now.timestamp_millis();
         let delivered: Vec<i64> = outcomes
@@ -166,26 +177,27 @@ impl Store {
             .map(|(row, _)| row.outbox_id)
             .collect();
         if !delivered.is_empty() {
-            match &mut tx.conn {
+            let done = match &mut tx.conn {
                 TxConn::Sqlite(conn, _) => {
                     let ids = serde_json::to_string(&delivered).expect("integers serialise");
                     sqlx::query(DELIVERED_SQLITE)
                         .bind(ids)
                         .bind(now_ms)
                         .execute(&mut **conn)
-                        .await?;
+                        .await?
+                        .rows_affected()
                 }
-                TxConn::Postgres(conn) => {
-                    sqlx::query(DELIVERED_POSTGRES)
-                        .bind(&delivered)
-                        .bind(now_ms)
-                        .execute(&mut **conn)
-                        .await?;
-                }
-            }
+                TxConn::Postgres(conn) => sqlx::query(DELIVERED_POSTGRES)
+                    .bind(&delivered)
+                    .bind(now_ms)
+                    .execute(&mut **conn)
+                    .await?
+                    .rows_affected(),
+            };
+            recorded.delivered = done;
         }
         for (row, outcome) in outcomes {
-            on_tx!(&mut tx, conn => match outcome {
+            let changed = on_tx!(&mut tx, conn => match outcome {
                 Attempted::Delivered => continue,
                 Attempted::Failed {
                     error,
@@ -212,9 +224,17 @@ impl Store {
                         .await
                 }
             }
-            .map(drop))?;
+            .map(|done| done.rows_affected() > 0))?;
+            // FAILED's own rule: the last attempt makes the row dead.
+            if let Attempted::Failed { max_attempts, .. } = outcome
+                && changed
+                && row.attempts >= *max_attempts
+            {
+                recorded.dead += 1;
+            }
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(recorded)
     }
 
     /// Re-queues the rows `replay` names, due now, with their attempts

@@ -53,6 +53,7 @@ pub async fn receive(
         context
             .metrics
             .verification_failure(source_name, error.code());
+        context.metrics.at_minute(now, "verification_failed");
         let failure = Failure::new(now, error, headers.names(), body.len(), sha256_hex(body));
         context.failures.record(source_name, failure);
         // Anyone can cause this line: budgeted, summarised per minute.
@@ -183,6 +184,7 @@ fn record(
         outcome.status.as_str()
     };
     context.metrics.delivery(source_name, label);
+    context.metrics.at_minute(context.clock.now(), label);
     if outcome.conflict {
         context.metrics.delivery(source_name, "conflict");
         tracing::warn!(

@@ -6,6 +6,7 @@ mod account_page;
 mod api;
 mod audit_page;
 mod auth;
+mod chart;
 mod event_view;
 mod events_page;
 mod failures;

@@ -48,6 +48,7 @@ struct DashboardPage {
     balances: Vec<BalanceView>,
     counters: Counters,
     outbox: Vec<super::outbox::DestinationView>,
+    chart: super::chart::Chart,
     message: Option<&'static str>,
 }
 
@@ -159,6 +160,7 @@ pub async fn dashboard(
             .map(BalanceView::from)
             .collect(),
         counters: context.metrics.snapshot(),
+        chart: super::chart::chart(&context.metrics, context.clock.now()),
         outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
         message: (flash.done.as_deref() == Some("replay"))
             .then_some("Re-queued: the message will be sent again, with the same id."),

@@ -9,11 +9,13 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::instruments::{Instruments, OutboxInstruments};
+use super::timeline::{OUTCOMES, Timeline, outcome_of};
 
 #[derive(Debug, Default)]
 pub struct Metrics {
     counters: Mutex<Counters>,
     instruments: Instruments,
+    timeline: Mutex<Timeline>,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -100,6 +102,27 @@ impl Metrics {
 
     pub(super) fn instruments(&self) -> &Instruments {
         &self.instruments
+    }
+
+    /// One delivery's outcome (or a failed verification) at `at`, for the
+    /// dashboard's chart.
+    pub fn at_minute(&self, at: chrono::DateTime<chrono::Utc>, outcome: &str) {
+        self.timeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .record(at, outcome_of(outcome));
+    }
+
+    /// Per minute for the last `minutes` up to `now`, oldest first.
+    pub fn per_minute(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        minutes: usize,
+    ) -> Vec<[u32; OUTCOMES.len()]> {
+        self.timeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last(now, minutes)
     }
 
     pub fn snapshot(&self) -> Counters {

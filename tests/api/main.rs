@@ -30,6 +30,7 @@ mod concurrency;
 mod contiguous;
 mod crash;
 mod credits;
+mod dashboard;
 mod disputes;
 mod dot_ids;
 mod duplicates;

@@ -1,0 +1,56 @@
+//! The dashboard's chart: deliveries per 10 minutes over 24 hours by
+//! outcome, as inline SVG, with the hour and day counts beside it.
+
+use chrono::TimeDelta;
+use reqwest::StatusCode;
+
+use crate::browser::{login, page};
+use crate::helpers::*;
+
+/// The legend row of `outcome`: (last hour, last 24 h).
+fn legend(html: &str, label: &str) -> (u64, u64) {
+    let row = html
+        .split("<tr>")
+        .find(|row| row.contains(&format!("</span>{label}</td>")))
+        .unwrap_or_else(|| panic!("no legend row {label}: {html}"));
+    let numbers: Vec<u64> = row
+        .split(r#"<td class="num">"#)
+        .skip(1)
+        .map(|cell| cell.split('<').next().unwrap().parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+async fn the_chart_counts_each_outcome_by_the_minute(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit("evt_1", "cus_1", 100)).await;
+    app.send_ok(&credit("evt_1", "cus_1", 100)).await;
+    // Two hours later: outside the last hour, inside the day.
+    app.clock.advance(TimeDelta::hours(2));
+    app.send_to("demo", &credit("evt_2", "cus_1", 100)).await;
+    let forged = app
+        .deliver(
+            "demo",
+            "standard-webhooks",
+            ROTATED_OUT_SECRET,
+            &credit("x", "c", 1),
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+
+    let cookie = login(&app).await;
+    let html = page(&app, "/admin", &cookie).await;
+    assert_eq!(legend(&html, "applied"), (1, 2));
+    assert_eq!(legend(&html, "duplicate"), (0, 1));
+    assert_eq!(legend(&html, "verification failed"), (1, 1));
+    assert_eq!(legend(&html, "held"), (0, 0));
+    let svg = &html[html.find("<svg").unwrap()..html.find("</svg>").unwrap()];
+    // Two bars (two hours apart), each with its outcomes stacked.
+    assert_eq!(svg.matches("<g>").count(), 2, "{svg}");
+    assert_eq!(svg.matches(r#"class="applied""#).count(), 2, "{svg}");
+    assert_eq!(svg.matches(r#"class="verification_failed""#).count(), 1);
+    assert!(svg.contains("1 applied, 1 duplicate"), "{svg}");
+    assert!(html.contains("the tallest bar is 2 deliveries"), "{html}");
+}
+
+both_backends!(the_chart_counts_each_outcome_by_the_minute);

@@ -70,4 +70,5 @@ mod sign_in;
 mod stored;
 mod stored_property;
 mod stripe;
+mod ui;
 mod unreadable;

@@ -54,6 +54,7 @@ pub async fn receive(
             .metrics
             .verification_failure(source_name, error.code());
         context.metrics.at_minute(now, "verification_failed");
+        context.metrics.failed(source_name, now);
         let failure = Failure::new(now, error, headers.names(), body.len(), sha256_hex(body));
         context.failures.record(source_name, failure);
         // Anyone can cause this line: budgeted, summarised per minute.
@@ -69,6 +70,9 @@ pub async fn receive(
             );
         }
     })?;
+    context
+        .metrics
+        .verified(source_name, now, verified.key_index, verified.timestamp);
     // Verified means stored: from here on, whatever the body holds, the
     // delivery is recorded (an unusable one as `rejected`, with its bytes)
     // and only a database failure may answer 5xx.

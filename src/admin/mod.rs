@@ -18,6 +18,7 @@ mod guard_pages;
 mod guards;
 mod outbox;
 mod pages;
+mod source_view;
 mod target;
 mod throttle;
 mod view;

@@ -49,6 +49,7 @@ struct DashboardPage {
     counters: Counters,
     outbox: Vec<super::outbox::DestinationView>,
     chart: super::chart::Chart,
+    sources: Vec<super::source_view::SourceView>,
     message: Option<&'static str>,
 }
 
@@ -161,6 +162,7 @@ pub async fn dashboard(
             .collect(),
         counters: context.metrics.snapshot(),
         chart: super::chart::chart(&context.metrics, context.clock.now()),
+        sources: super::source_view::sources(&context, context.clock.now()),
         outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
         message: (flash.done.as_deref() == Some("replay"))
             .then_some("Re-queued: the message will be sent again, with the same id."),

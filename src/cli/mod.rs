@@ -1,5 +1,6 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
-//! `init`, `check-config`, `migrate`, `check`, `backup`, `send`, `bench`.
+//! `init`, `check-config`, `migrate`, `check`, `events`, `accounts`,
+//! `backup`, `send`, `bench`.
 
 mod banner;
 mod bench;
@@ -8,6 +9,7 @@ mod init;
 mod outbox;
 mod send;
 mod sign;
+mod views;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -60,6 +62,14 @@ pub enum Command {
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
     Check,
+    /// List stored events, newest first, filtered as on the admin's events
+    /// page.
+    Events(views::EventsArgs),
+    /// One account: its balances, every event for it, and its ledger.
+    Accounts {
+        /// The account id, as the provider sends it.
+        account: String,
+    },
     /// Write a consistent copy of the live SQLite database to PATH (a new
     /// file); the server may keep running.
     Backup {
@@ -121,6 +131,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
+        Command::Events(args) => views::events(load(&cli.config)?, args).await,
+        Command::Accounts { account } => views::account(load(&cli.config)?, account).await,
         Command::Backup { path } => {
             let config = load(&cli.config)?;
             // Never a new, empty database backed up "successfully".

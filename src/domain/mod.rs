@@ -9,6 +9,7 @@ mod link;
 mod message;
 mod money;
 mod ordering;
+mod shown;
 mod status;
 pub mod text;
 
@@ -27,4 +28,5 @@ pub use ordering::{
     DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, NegativeBalance, OnStale, OrderingMode,
     OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges, sequence_text,
 };
+pub use shown::{minor_units, money};
 pub use status::Status;

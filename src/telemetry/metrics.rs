@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::instruments::{Instruments, OutboxInstruments};
+use super::source_stats::{SourceFigures, SourceStats};
 use super::timeline::{OUTCOMES, Timeline, outcome_of};
 
 #[derive(Debug, Default)]
@@ -16,6 +17,7 @@ pub struct Metrics {
     counters: Mutex<Counters>,
     instruments: Instruments,
     timeline: Mutex<Timeline>,
+    sources: Mutex<SourceStats>,
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
@@ -123,6 +125,40 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .last(now, minutes)
+    }
+
+    /// A delivery `source` verified with the key at `key_index`.
+    pub fn verified(
+        &self,
+        source: &str,
+        at: chrono::DateTime<chrono::Utc>,
+        key_index: usize,
+        signed_at: Option<i64>,
+    ) {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .verified(source, at, key_index, signed_at);
+    }
+
+    /// A delivery to `source` that failed verification.
+    pub fn failed(&self, source: &str, at: chrono::DateTime<chrono::Utc>) {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failed(source, at);
+    }
+
+    /// The dashboard's per-source figures, for the configured `sources`.
+    pub fn source_figures(
+        &self,
+        sources: &[&str],
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<SourceFigures> {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .figures(sources, now)
     }
 
     pub fn snapshot(&self) -> Counters {

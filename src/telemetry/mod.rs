@@ -6,6 +6,7 @@ mod budget;
 mod instruments;
 mod metrics;
 pub mod prometheus;
+pub mod source_stats;
 pub mod timeline;
 
 pub use budget::{LogBudget, Overflow};

@@ -53,4 +53,61 @@ async fn the_chart_counts_each_outcome_by_the_minute(backend: Backend) {
     assert!(html.contains("the tallest bar is 2 deliveries"), "{html}");
 }
 
-both_backends!(the_chart_counts_each_outcome_by_the_minute);
+async fn each_source_shows_its_day_its_secret_and_its_skew(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let signed_ago = |id: &str, secs: i64| credit_at(id, "cus_1", 100, now().timestamp() - secs);
+    app.send_ok(&signed_ago("evt_0", 0)).await;
+    app.send_ok(&signed_ago("evt_10", 10)).await;
+    app.send_ok(&signed_ago("evt_30", 30)).await;
+    // The latest, verified by the second configured secret (mid-rotation).
+    let old = app
+        .deliver(
+            "demo",
+            "standard-webhooks",
+            DEMO_OLD_SECRET,
+            &credit("evt_old", "cus_1", 1),
+        )
+        .await;
+    assert_eq!(old.status(), StatusCode::OK);
+    let forged = app
+        .deliver(
+            "demo",
+            "standard-webhooks",
+            ROTATED_OUT_SECRET,
+            &credit("x", "c", 1),
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+
+    let cookie = login(&app).await;
+    let html = page(&app, "/admin", &cookie).await;
+    let row = html
+        .split("<tr>")
+        .find(|row| row.starts_with("<td>demo</td>"))
+        .unwrap_or_else(|| panic!("no demo row: {html}"));
+    let cells: Vec<&str> = row
+        .split("<td")
+        .skip(1)
+        .map(|cell| {
+            let text = &cell[cell.find('>').unwrap() + 1..];
+            text.split("</td>").next().unwrap()
+        })
+        .collect();
+    assert_eq!(cells[1], "standard-webhooks");
+    assert_eq!(cells[2], "2026-06-01 12:00:00 UTC");
+    assert_eq!(cells[3], "4");
+    assert_eq!(cells[4], r#"1 <span class="hint">(20.0%)</span>"#);
+    assert_eq!(cells[5], "2 of 2");
+    // Skews 0, 10, 30 and 0: the median of four is the upper middle.
+    assert_eq!(cells[6], "10 s");
+    let quiet = html
+        .split("<tr>")
+        .find(|row| row.starts_with("<td>stripe</td>"))
+        .unwrap();
+    assert!(quiet.contains("<td>-</td>"), "{quiet}");
+}
+
+both_backends!(
+    the_chart_counts_each_outcome_by_the_minute,
+    each_source_shows_its_day_its_secret_and_its_skew,
+);

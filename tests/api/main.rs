@@ -26,6 +26,7 @@ mod bench;
 mod chaos;
 mod cli;
 mod cli_kinds;
+mod cli_views;
 mod concurrency;
 mod contiguous;
 mod crash;

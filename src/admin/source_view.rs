@@ -1,0 +1,80 @@
+//! The dashboard's per-source table: when each source last delivered, how
+//! many today and how many failed verification, which configured secret
+//! (by position) verified the latest, and the median clock skew of its
+//! signed timestamps.
+
+use chrono::{DateTime, Utc};
+
+use super::view::time;
+use crate::context::Context;
+
+pub struct SourceView {
+    pub name: String,
+    pub kind: &'static str,
+    pub last_delivery: String,
+    pub delivered_today: u64,
+    pub failed_today: u64,
+    /// "3.2%" of today's attempts, or "-" with none.
+    pub failure_rate: String,
+    /// "1 of 2": the configured secret's position, never the secret.
+    pub latest_secret: String,
+    pub median_skew: String,
+}
+
+pub fn sources(context: &Context, now: DateTime<Utc>) -> Vec<SourceView> {
+    let mut names: Vec<&str> = context.sources.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    context
+        .metrics
+        .source_figures(&names, now)
+        .into_iter()
+        .filter_map(|figures| {
+            let source = context.source(&figures.source)?;
+            let attempts = figures.delivered_today + figures.failed_today;
+            Some(SourceView {
+                kind: source.provider.kind(),
+                last_delivery: figures
+                    .last_delivery
+                    .map(time)
+                    .unwrap_or_else(|| "-".into()),
+                delivered_today: figures.delivered_today,
+                failed_today: figures.failed_today,
+                failure_rate: per_mille(figures.failed_today, attempts),
+                latest_secret: figures
+                    .latest_key
+                    .map(|key| {
+                        let position = source.secret_position(key) + 1;
+                        format!("{position} of {}", source.secret_origins.len().max(1))
+                    })
+                    .unwrap_or_else(|| "-".into()),
+                median_skew: figures
+                    .median_skew_secs
+                    .map(|s| format!("{s} s"))
+                    .unwrap_or_else(|| "-".into()),
+                name: figures.source,
+            })
+        })
+        .collect()
+}
+
+/// `part` of `whole` as a percentage with one decimal, in integers.
+fn per_mille(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".into();
+    }
+    let tenths = (part * 1000 + whole / 2) / whole;
+    format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_mille;
+
+    #[test]
+    fn rates_read_as_percent() {
+        assert_eq!(per_mille(0, 0), "-");
+        assert_eq!(per_mille(1, 3), "33.3%");
+        assert_eq!(per_mille(2, 2), "100.0%");
+        assert_eq!(per_mille(1, 1000), "0.1%");
+    }
+}

@@ -10,6 +10,7 @@ use crate::drain::DrainSignal;
 use crate::failures::VerificationFailures;
 use crate::http::proxy::TrustedProxies;
 use crate::ingest::Ingestor;
+use crate::invariants::InvariantWatch;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
 use crate::source::Source;
@@ -26,6 +27,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// The latest verification failures per source, for the admin.
     pub failures: VerificationFailures,
+    /// The invariant check's latest result.
+    pub invariants: InvariantWatch,
     /// Wakes the task that releases parked events beyond one transaction's
     /// bound.
     pub drain: DrainSignal,

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod background;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod drain;
 pub mod failures;
 pub mod http;
 pub mod ingest;
+pub mod invariants;
 pub mod operator;
 pub mod outbox;
 pub mod providers;

@@ -19,10 +19,11 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
 use crate::admin::SignInThrottle;
+use crate::background::Background;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
-use crate::drain::{self, DrainSignal};
+use crate::drain::DrainSignal;
 use crate::http::gate::ConnectionGate;
 use crate::http::{ApiError, connection, deadline};
 use crate::session::SessionKeys;
@@ -48,9 +49,7 @@ pub struct Application {
     port: u16,
     server: Server,
     store: Store,
-    drain: JoinHandle<()>,
-    summaries: JoinHandle<()>,
-    retention: Option<JoinHandle<()>>,
+    background: Background,
     relays: crate::outbox::Relays,
     context: Data<Context>,
 }
@@ -121,6 +120,7 @@ impl Application {
             clock,
             metrics,
             failures: Default::default(),
+            invariants: Default::default(),
             drain: DrainSignal::default(),
             release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
@@ -132,11 +132,11 @@ impl Application {
             log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
             trusted_proxies: config.limits.trusted_proxies.clone(),
         });
-        // Sweeps at once: releases a crash interrupted are finished first.
-        let drain = drain::spawn(context.clone().into_inner());
-        let summaries =
-            spawn_log_summaries(context.clone().into_inner(), config.limits.log_summary);
-        let retention = crate::retention::spawn(context.clone().into_inner(), config.retention);
+        let background = Background::spawn(
+            context.clone().into_inner(),
+            config.limits.log_summary,
+            config.retention,
+        );
         // At shutdown the relays stop after the requests in flight: their
         // sends get a short grace of their own, then hand their leases back.
         let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
@@ -188,9 +188,7 @@ impl Application {
             port,
             server,
             store,
-            drain,
-            summaries,
-            retention,
+            background,
             relays,
             context: summary_context,
         })
@@ -245,12 +243,7 @@ impl Application {
     /// whole), then closes the pool.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let result = self.server.await;
-        // A drain step cut here rolls back whole; the next start finds it.
-        self.drain.abort();
-        self.summaries.abort();
-        if let Some(retention) = &self.retention {
-            retention.abort();
-        }
+        self.background.abort();
         // Sends in flight finish, or hand their leases back; nothing is
         // marked delivered that was not acknowledged.
         self.relays.stop().await;
@@ -315,24 +308,6 @@ async fn place_in_scopes(
 
 /// Lines each kind of unauthenticated failure may log per key and window.
 const LOG_LINES_PER_WINDOW: u32 = 10;
-
-/// Once a window, says how many budgeted lines were not logged.
-fn spawn_log_summaries(context: Arc<Context>, window: Duration) -> JoinHandle<()> {
-    let window_text = match window.as_secs() {
-        60 => "minute".to_owned(),
-        secs => format!("{secs} s"),
-    };
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(window);
-        ticks.tick().await;
-        loop {
-            ticks.tick().await;
-            for overflow in context.log_budget.roll() {
-                tracing::warn!("{}", overflow.describe(&window_text));
-            }
-        }
-    })
-}
 
 /// The longest a connection may live: its head and its body within the
 /// read deadline each, then the handler's worst healthy case (a pooled

@@ -293,6 +293,10 @@ pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Value> {
 /// The ledger invariant check: `{"ok": bool, "violations": [...]}`.
 pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
     let violations = context.store.check_invariants().await?;
+    context.invariants.record(crate::invariants::LastCheck {
+        at: context.clock.now(),
+        outcome: Ok(violations.clone()),
+    });
     Ok(Json(
         json!({"ok": violations.is_empty(), "violations": violations}),
     ))

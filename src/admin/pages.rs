@@ -50,6 +50,10 @@ struct DashboardPage {
     outbox: Vec<super::outbox::DestinationView>,
     chart: super::chart::Chart,
     sources: Vec<super::source_view::SourceView>,
+    /// Whether the ledger held at the latest check, and what it said.
+    invariants: (bool, String),
+    /// How long the oldest stale or rejected event has waited.
+    oldest_held: Option<String>,
     message: Option<&'static str>,
 }
 
@@ -163,6 +167,16 @@ pub async fn dashboard(
         counters: context.metrics.snapshot(),
         chart: super::chart::chart(&context.metrics, context.clock.now()),
         sources: super::source_view::sources(&context, context.clock.now()),
+        invariants: super::source_view::invariants(&context, context.clock.now()),
+        oldest_held: context
+            .store
+            .held_counts()
+            .await?
+            .iter()
+            .filter(|h| h.status == "stale" || h.status == "rejected")
+            .map(|h| h.oldest_received_at)
+            .min()
+            .map(|at| super::view::duration((context.clock.now() - at).num_seconds().max(0))),
         outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
         message: (flash.done.as_deref() == Some("replay"))
             .then_some("Re-queued: the message will be sent again, with the same id."),

@@ -66,6 +66,30 @@ fn per_mille(part: u64, whole: u64) -> String {
     format!("{}.{}%", tenths / 10, tenths % 10)
 }
 
+/// The invariant check's latest result for the dashboard: whether the
+/// ledger held, and what was said.
+pub fn invariants(context: &Context, now: DateTime<Utc>) -> (bool, String) {
+    match context.invariants.last() {
+        None => (true, "not checked yet since start".into()),
+        Some(check) => {
+            let ago = super::view::duration((now - check.at).num_seconds().max(0));
+            match check.outcome {
+                Ok(violations) if violations.is_empty() => {
+                    (true, format!("every invariant holds (checked {ago} ago)"))
+                }
+                Ok(violations) => (
+                    false,
+                    format!(
+                        "{} violation(s) found {ago} ago: see /admin/api/check",
+                        violations.len()
+                    ),
+                ),
+                Err(error) => (false, format!("the check could not run {ago} ago: {error}")),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::per_mille;

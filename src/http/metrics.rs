@@ -32,6 +32,10 @@ pub async fn metrics(
         held: store.held_counts().await?,
         outbox,
         pool: store.pool_usage(),
+        invariants: context
+            .invariants
+            .last()
+            .map(|check| (check.at, check.outcome.ok().map(|v| v.len()))),
     };
     let text = prometheus::render(&context.metrics, &scrape).map_err(|_| ApiError::Internal)?;
     Ok(HttpResponse::Ok()

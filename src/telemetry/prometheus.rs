@@ -28,6 +28,9 @@ pub struct Scrape {
     /// One per configured destination.
     pub outbox: Vec<OutboxStats>,
     pub pool: PoolUsage,
+    /// The latest invariant check: when, and how many violations (`None`:
+    /// it could not run).
+    pub invariants: Option<(DateTime<Utc>, Option<usize>)>,
 }
 
 /// The whole exposition.
@@ -38,6 +41,7 @@ pub fn render(metrics: &Metrics, scrape: &Scrape) -> Result<String, std::fmt::Er
     held(&mut registry, scrape);
     outbox(&mut registry, metrics, scrape);
     pool(&mut registry, scrape.pool);
+    invariants(&mut registry, scrape);
     let mut text = String::new();
     prometheus_text::encode(&mut text, &registry)?;
     Ok(text)
@@ -238,6 +242,24 @@ fn pool(registry: &mut Registry, usage: PoolUsage) {
         "hookledger_db_pool_max_connections",
         "The pool's configured bound",
         [(Vec::new(), i64::from(usage.max))],
+    );
+}
+
+fn invariants(registry: &mut Registry, scrape: &Scrape) {
+    let Some((at, violations)) = scrape.invariants else {
+        return;
+    };
+    gauges(
+        registry,
+        "hookledger_invariant_violations",
+        "Ledger invariant violations at the latest check (-1: it could not run)",
+        [(Vec::new(), violations.map_or(-1, |n| n as i64))],
+    );
+    gauges(
+        registry,
+        "hookledger_invariant_check_age_seconds",
+        "Time since the latest invariant check",
+        [(Vec::new(), age_secs(scrape.now, at))],
     );
 }
 

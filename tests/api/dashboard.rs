@@ -107,7 +107,47 @@ async fn each_source_shows_its_day_its_secret_and_its_skew(backend: Backend) {
     assert!(quiet.contains("<td>-</td>"), "{quiet}");
 }
 
+async fn the_dashboard_says_whether_the_ledger_holds(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("pay_1", "cus_1", 1000, 2)).await;
+    app.send_ok(&debit_seq("late_1", "cus_1", 100, 1)).await;
+    app.clock.advance(TimeDelta::hours(2));
+    let cookie = login(&app).await;
+    // The start-up check runs at once, in the background.
+    let started = std::time::Instant::now();
+    let mut html = page(&app, "/admin", &cookie).await;
+    while html.contains("not checked yet") && started.elapsed().as_secs() < 10 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        html = page(&app, "/admin", &cookie).await;
+    }
+    assert!(html.contains("Ledger: every invariant holds"), "{html}");
+    assert!(html.contains("The oldest has waited 2 h"), "{html}");
+
+    // A balance changed behind the ledger's back: the next check says so,
+    // on the dashboard and in the metrics.
+    app.execute_sql("update balances set balance_minor = balance_minor + 1")
+        .await
+        .unwrap();
+    let check: serde_json::Value =
+        json_with_status(app.admin_get("/admin/api/check").await, StatusCode::OK).await;
+    assert_eq!(check["ok"], false);
+    let html = page(&app, "/admin", &cookie).await;
+    assert!(
+        html.contains(r#"<p class="error invariants">Ledger: "#),
+        "{html}"
+    );
+    assert!(html.contains("violation(s) found 0 s ago"), "{html}");
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("hookledger_invariant_violations "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_ne!(line, "hookledger_invariant_violations 0", "{line}");
+}
+
 both_backends!(
+    the_dashboard_says_whether_the_ledger_holds,
     the_chart_counts_each_outcome_by_the_minute,
     each_source_shows_its_day_its_secret_and_its_skew,
 );

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::admin::SignInThrottle;
 use crate::clock::Clock;
+use crate::config::AdminToken;
 use crate::drain::DrainSignal;
 use crate::failures::VerificationFailures;
 use crate::http::proxy::TrustedProxies;
@@ -34,7 +35,9 @@ pub struct Context {
     pub drain: DrainSignal,
     /// The drain task's periodic sweep.
     pub release_sweep: Duration,
-    pub admin_token: Secret,
+    /// Every admin token: `admin.token` first (named `admin`), then
+    /// `[[admin.tokens]]`.
+    pub admins: Vec<AdminToken>,
     /// What `GET /metrics` asks for; open when `None`.
     pub metrics_token: Option<Secret>,
     pub sessions: SessionKeys,

@@ -1,9 +1,11 @@
 //! Admin browser sessions and CSRF tokens, stateless so that several
 //! instances behind one load balancer accept each other's cookies.
 //!
-//! A session cookie is `{expires}.{nonce}.{tag}` where tag = HMAC-SHA256 over
-//! `session.{expires}.{nonce}` with a key derived from the admin token, so
-//! rotating the token ends every session. A form's CSRF token is
+//! A session cookie is `{expires}.{who}.{nonce}.{tag}` where `who` names the
+//! admin token that signed in, and tag = HMAC-SHA256 over
+//! `session.{expires}.{who}.{nonce}` and a digest of that token, with a key
+//! derived from the main admin token: rotating the main token ends every
+//! session, rotating or removing a named one ends that holder's. A form's CSRF token is
 //! HMAC-SHA256 over `csrf.{nonce}`: bound to the session, unguessable cross-site.
 //! Tags are checked with `verify_slice` (constant time), through the same
 //! HMAC helper the providers use.
@@ -25,6 +27,17 @@ pub struct SessionKeys {
 pub struct Session {
     nonce: String,
     pub expires: i64,
+    /// The name of the admin token that signed in.
+    pub who: String,
+}
+
+/// What a session is bound to: a digest of the token that signed in.
+fn token_digest(token: &Secret) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(b"hookledger session holder v1\0")
+        .chain_update(token.expose().as_bytes())
+        .finalize()
+        .into()
 }
 
 impl SessionKeys {
@@ -54,25 +67,39 @@ impl SessionKeys {
         })
     }
 
-    /// A new session cookie value.
-    pub fn issue(&self, now: DateTime<Utc>) -> std::io::Result<String> {
+    /// A new session cookie value for the admin token `who` (`token`).
+    pub fn issue(&self, now: DateTime<Utc>, who: &str, token: &Secret) -> std::io::Result<String> {
         let expires = now.timestamp().saturating_add(self.ttl_secs as i64);
         let nonce = hex::encode(random_bytes::<16>()?);
-        let payload = format!("{expires}.{nonce}");
-        let tag = self.tag(&[b"session.", payload.as_bytes()]);
+        let payload = format!("{expires}.{who}.{nonce}");
+        let tag = self.tag(&[b"session.", payload.as_bytes(), &token_digest(token)]);
         Ok(format!("{payload}.{tag}"))
     }
 
-    pub fn verify(&self, cookie: &str, now: DateTime<Utc>) -> Option<Session> {
+    /// The session a cookie holds, if its tag is right for the admin token
+    /// it names (`token_of` looks the name up in the config) and it has not
+    /// expired.
+    pub fn verify<'t>(
+        &self,
+        cookie: &str,
+        now: DateTime<Utc>,
+        token_of: impl Fn(&str) -> Option<&'t Secret>,
+    ) -> Option<Session> {
         let (payload, tag) = cookie.rsplit_once('.')?;
-        let (expires, nonce) = payload.split_once('.')?;
-        if !self.tag_matches(&[b"session.", payload.as_bytes()], tag) {
+        let mut parts = payload.splitn(3, '.');
+        let (expires, who, nonce) = (parts.next()?, parts.next()?, parts.next()?);
+        let token = token_of(who)?;
+        if !self.tag_matches(
+            &[b"session.", payload.as_bytes(), &token_digest(token)],
+            tag,
+        ) {
             return None;
         }
         let expires: i64 = expires.parse().ok()?;
         (now.timestamp() < expires).then(|| Session {
             nonce: nonce.to_owned(),
             expires,
+            who: who.to_owned(),
         })
     }
 
@@ -93,48 +120,67 @@ mod tests {
         SessionKeys::new(&Secret::new(token), 3600)
     }
 
+    fn admin() -> Secret {
+        Secret::new("token-aaaaaaaaaaaaaaaa")
+    }
+
+    fn support() -> Secret {
+        Secret::new("support-token-cccccccc")
+    }
+
+    /// Looks names up as a config with `admin` and `support` would.
+    fn verify(keys: &SessionKeys, cookie: &str, now: DateTime<Utc>) -> Option<Session> {
+        let (admin, support) = (admin(), support());
+        keys.verify(cookie, now, |who| match who {
+            "admin" => Some(&admin),
+            "support" => Some(&support),
+            _ => None,
+        })
+    }
+
     #[test]
     fn sessions_verify_until_they_expire() {
         let now = Utc::now();
         let keys = keys("token-aaaaaaaaaaaaaaaa");
-        let cookie = keys.issue(now).unwrap();
-        assert!(keys.verify(&cookie, now).is_some());
-        assert!(
-            keys.verify(&cookie, now + chrono::TimeDelta::seconds(3601))
-                .is_none()
-        );
+        let cookie = keys.issue(now, "support", &support()).unwrap();
+        assert_eq!(verify(&keys, &cookie, now).unwrap().who, "support");
+        assert!(verify(&keys, &cookie, now + chrono::TimeDelta::seconds(3601)).is_none());
     }
 
     #[test]
     fn forged_or_foreign_sessions_are_refused() {
         let now = Utc::now();
-        let cookie = keys("token-aaaaaaaaaaaaaaaa").issue(now).unwrap();
-        assert!(
-            keys("token-bbbbbbbbbbbbbbbb")
-                .verify(&cookie, now)
-                .is_none()
-        );
+        let cookie = keys("token-aaaaaaaaaaaaaaaa")
+            .issue(now, "support", &support())
+            .unwrap();
+        // Another main token: every session ends.
+        assert!(verify(&keys("token-bbbbbbbbbbbbbbbb"), &cookie, now).is_none());
+        let keys = keys("token-aaaaaaaaaaaaaaaa");
+        // The holder's token rotated: that holder's sessions end.
+        let rotated = Secret::new("support-token-dddddddd");
+        assert!(keys.verify(&cookie, now, |_| Some(&rotated)).is_none());
+        // Another name on the same tag: refused (the read-only holder
+        // cannot become `admin`).
+        let promoted = cookie.replacen(".support.", ".admin.", 1);
+        assert!(verify(&keys, &promoted, now).is_none());
         let (payload, _) = cookie.rsplit_once('.').unwrap();
-        let (_, nonce) = payload.split_once('.').unwrap();
-        let extended = format!("{}.{nonce}.{}", now.timestamp() + 999_999, "00".repeat(32));
-        assert!(
-            keys("token-aaaaaaaaaaaaaaaa")
-                .verify(&extended, now)
-                .is_none()
+        let extended = format!(
+            "{}{}.{}",
+            now.timestamp() + 999_999,
+            &payload[payload.find('.').unwrap()..],
+            "00".repeat(32)
         );
-        assert!(
-            keys("token-aaaaaaaaaaaaaaaa")
-                .verify("garbage", now)
-                .is_none()
-        );
+        assert!(verify(&keys, &extended, now).is_none());
+        assert!(verify(&keys, "garbage", now).is_none());
+        assert!(verify(&keys, "1.nobody.x.00", now).is_none());
     }
 
     #[test]
     fn csrf_tokens_are_bound_to_the_session() {
         let now = Utc::now();
         let keys = keys("token-aaaaaaaaaaaaaaaa");
-        let a = keys.verify(&keys.issue(now).unwrap(), now).unwrap();
-        let b = keys.verify(&keys.issue(now).unwrap(), now).unwrap();
+        let a = verify(&keys, &keys.issue(now, "admin", &admin()).unwrap(), now).unwrap();
+        let b = verify(&keys, &keys.issue(now, "admin", &admin()).unwrap(), now).unwrap();
         let token = keys.csrf_token(&a);
         assert!(keys.check_csrf(&a, &token));
         assert!(!keys.check_csrf(&b, &token));

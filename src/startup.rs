@@ -124,7 +124,13 @@ impl Application {
             drain: DrainSignal::default(),
             release_sweep: config.release_sweep,
             sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
-            admin_token: config.admin.token,
+            admins: std::iter::once(crate::config::AdminToken {
+                name: crate::config::MAIN_ADMIN.to_owned(),
+                token: config.admin.token,
+                read_only: false,
+            })
+            .chain(config.admin.tokens)
+            .collect(),
             metrics_token: config.metrics_token,
             sign_in: SignInThrottle::default(),
             metrics_sign_in: SignInThrottle::default(),

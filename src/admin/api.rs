@@ -239,6 +239,7 @@ async fn act(
     action: Action,
     source: &str,
     event_id: &str,
+    actor: &str,
     note: Option<&str>,
 ) -> Result<Json<Value>, ApiError> {
     let request = operator::Request {
@@ -246,7 +247,7 @@ async fn act(
         source,
         configured: context.source(source).map(|s| s.as_ref()),
         event_id,
-        actor: "admin (token)",
+        actor,
         note,
 
         negative_balance: crate::domain::NegativeBalance::Allow,
@@ -271,7 +272,7 @@ async fn act(
 /// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`, or
 /// `POST /admin/api/event/{apply|dismiss}?source=&id=`.
 pub async fn act_on_event(
-    _: BearerAdmin,
+    admin: BearerAdmin,
     context: Data<Context>,
     target: EventRef,
     action: Path<ActionPath>,
@@ -282,7 +283,16 @@ pub async fn act_on_event(
     let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let note = parse_note(&body)?;
-    act(&context, action, &source, &event_id, note.as_deref()).await
+    let actor = admin.actor();
+    act(
+        &context,
+        action,
+        &source,
+        &event_id,
+        &actor,
+        note.as_deref(),
+    )
+    .await
 }
 
 /// Delivery and verification-failure counters since start.

@@ -3,6 +3,11 @@
 //! session cookie. The JSON API takes only the bearer token, so no ambient
 //! cookie can drive it cross-site; page forms carry a CSRF token and must
 //! come from our own origin.
+//!
+//! Several admin tokens may be configured, each with a name (the audit log
+//! records it) and some read-only: a read-only holder reads every page and
+//! the API, and any other method is refused here, in the extractors every
+//! admin handler takes, before a handler runs.
 
 use std::future::{Ready, ready};
 use std::net::{IpAddr, Ipv4Addr};
@@ -21,24 +26,52 @@ use super::throttle::Verdict;
 
 pub const SESSION_COOKIE: &str = "hookledger_session";
 
-/// An admin authenticated by the bearer token.
-pub struct BearerAdmin;
+/// Which admin token a request presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub read_only: bool,
+}
+
+/// An admin authenticated by a bearer token.
+pub struct BearerAdmin(pub Identity);
 
 /// An admin on a page: by session cookie (browser) or bearer token (script).
 pub struct PageAdmin {
     /// Present for browser sessions; forms must carry its CSRF token.
     pub session: Option<Session>,
+    pub who: Identity,
 }
 
 impl PageAdmin {
-    /// Who to name in the audit log.
-    pub fn actor(&self) -> &'static str {
-        if self.session.is_some() {
-            "admin (browser)"
+    /// Who to name in the audit log: the token's name, and how it came.
+    pub fn actor(&self) -> String {
+        let how = if self.session.is_some() {
+            "browser"
         } else {
-            "admin (token)"
-        }
+            "token"
+        };
+        format!("{} ({how})", self.who.name)
     }
+}
+
+impl BearerAdmin {
+    /// Who to name in the audit log.
+    pub fn actor(&self) -> String {
+        format!("{} (token)", self.0.name)
+    }
+}
+
+/// A read-only holder may only read: any method but GET and HEAD is
+/// refused.
+fn allowed(request: &HttpRequest, who: Identity) -> Result<Identity, ApiError> {
+    let reads = matches!(request.method().as_str(), "GET" | "HEAD");
+    if who.read_only && !reads {
+        return Err(ApiError::Forbidden(
+            "this admin token is read-only: it cannot change anything",
+        ));
+    }
+    Ok(who)
 }
 
 fn context(request: &HttpRequest) -> Result<&Data<Context>, ApiError> {
@@ -69,11 +102,24 @@ fn client_address(request: &HttpRequest, context: &Context) -> IpAddr {
     context.trusted_proxies.client(peer, forwarded)
 }
 
-/// Compares a presented admin token (bearer or sign-in form) in constant
-/// time, unless its address must wait after too many failures: then 429
-/// without comparing. Failures are counted and logged, never the token.
-pub fn check_token(request: &HttpRequest, context: &Context, token: &str) -> Result<(), ApiError> {
-    check_at(request, context, Gate::Admin, token)
+/// Compares a presented admin token (bearer or sign-in form) with every
+/// configured one in constant time (each compared, whichever matches),
+/// unless its address must wait after too many failures: then 429 without
+/// comparing. Failures are counted and logged, never the token.
+pub fn check_token(
+    request: &HttpRequest,
+    context: &Context,
+    token: &str,
+) -> Result<Identity, ApiError> {
+    let mut matched = None;
+    check_at(request, context, Gate::Admin(&mut matched), token)?;
+    let admin = matched
+        .and_then(|i| context.admins.get(i))
+        .ok_or(ApiError::Internal)?;
+    Ok(Identity {
+        name: admin.name.clone(),
+        read_only: admin.read_only,
+    })
 }
 
 /// [`check_token`] for `GET /metrics`'s own token: the same constant-time
@@ -90,9 +136,10 @@ pub fn check_metrics_token(
     check_at(request, context, Gate::Metrics(expected), token)
 }
 
-/// Which token a request presents.
+/// Which token a request presents; for an admin, where to say which one
+/// matched.
 enum Gate<'a> {
-    Admin,
+    Admin(&'a mut Option<usize>),
     Metrics(&'a Secret),
 }
 
@@ -104,25 +151,38 @@ fn check_at(
 ) -> Result<(), ApiError> {
     let address = client_address(request, context);
     let now = context.clock.now();
-    let (throttle, expected, what, kind) = match gate {
-        Gate::Admin => (
-            &context.sign_in,
-            &context.admin_token,
-            "admin sign-in",
-            "failed admin sign-ins",
-        ),
-        Gate::Metrics(secret) => (
+    let metrics = matches!(gate, Gate::Metrics(_));
+    let (throttle, what, kind) = if metrics {
+        (
             &context.metrics_sign_in,
-            secret,
             "metrics token",
             "failed metrics tokens",
-        ),
+        )
+    } else {
+        (&context.sign_in, "admin sign-in", "failed admin sign-ins")
     };
-    let count = |outcome: &str| match gate {
-        Gate::Admin => context.metrics.sign_in(outcome),
-        Gate::Metrics(_) => context.metrics.metrics_auth(outcome),
+    let count = |outcome: &str| {
+        if metrics {
+            context.metrics.metrics_auth(outcome)
+        } else {
+            context.metrics.sign_in(outcome)
+        }
     };
-    match throttle.attempt(address, now, || expected.matches(token)) {
+    let compare = || match gate {
+        Gate::Metrics(expected) => expected.matches(token),
+        Gate::Admin(matched) => {
+            // Every token compared, so the time says nothing of which.
+            let mut found = None;
+            for (i, admin) in context.admins.iter().enumerate() {
+                if admin.token.matches(token) && found.is_none() {
+                    found = Some(i);
+                }
+            }
+            *matched = found;
+            found.is_some()
+        }
+    };
+    match throttle.attempt(address, now, compare) {
         Verdict::Accepted => Ok(()),
         Verdict::Wait(secs) => {
             count("throttled");
@@ -140,7 +200,28 @@ fn check_at(
 
 pub fn session_of(request: &HttpRequest, context: &Context) -> Option<Session> {
     let cookie = request.cookie(SESSION_COOKIE)?;
-    context.sessions.verify(cookie.value(), context.clock.now())
+    context
+        .sessions
+        .verify(cookie.value(), context.clock.now(), |who| {
+            context
+                .admins
+                .iter()
+                .find(|admin| admin.name == who)
+                .map(|admin| &admin.token)
+        })
+}
+
+/// The holder a session names (it was verified against that holder's
+/// token, so the name is configured).
+fn holder(context: &Context, session: &Session) -> Option<Identity> {
+    context
+        .admins
+        .iter()
+        .find(|admin| admin.name == session.who)
+        .map(|admin| Identity {
+            name: admin.name.clone(),
+            read_only: admin.read_only,
+        })
 }
 
 impl FromRequest for BearerAdmin {
@@ -148,9 +229,13 @@ impl FromRequest for BearerAdmin {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(context(request).and_then(|c| match bearer_token(request) {
-            Some(token) => check_token(request, c, token).map(|()| BearerAdmin),
-            None => Err(ApiError::Unauthorized),
+        ready(context(request).and_then(|c| {
+            match bearer_token(request) {
+                Some(token) => check_token(request, c, token)
+                    .and_then(|who| allowed(request, who))
+                    .map(BearerAdmin),
+                None => Err(ApiError::Unauthorized),
+            }
         }))
     }
 }
@@ -161,12 +246,21 @@ impl FromRequest for PageAdmin {
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(context(request).and_then(|c| {
-            match bearer_token(request) {
-                Some(token) => check_token(request, c, token).map(|()| PageAdmin { session: None }),
+            let admin = match bearer_token(request) {
+                Some(token) => {
+                    check_token(request, c, token).map(|who| PageAdmin { session: None, who })
+                }
                 None => session_of(request, c)
-                    .map(|s| PageAdmin { session: Some(s) })
+                    .and_then(|s| {
+                        holder(c, &s).map(|who| PageAdmin {
+                            session: Some(s),
+                            who,
+                        })
+                    })
                     .ok_or(ApiError::Unauthorized),
-            }
+            }?;
+            let who = allowed(request, admin.who)?;
+            Ok(PageAdmin { who, ..admin })
         }))
     }
 }

@@ -52,7 +52,7 @@ struct SkipBody {
 /// `{"note": "...", "through": N}` (both required): skips the missing
 /// numbers up to N and applies the parked events between them in order.
 pub async fn skip_gap(
-    _: BearerAdmin,
+    admin: BearerAdmin,
     context: Data<Context>,
     target: AccountRef,
     request: HttpRequest,
@@ -80,7 +80,7 @@ pub async fn skip_gap(
         &source,
         &account_id,
         through,
-        "admin (token)",
+        &admin.actor(),
         &note,
     )
     .await?;

@@ -89,7 +89,7 @@ pub async fn skip_gap(
         &source,
         &account_id,
         through,
-        admin.actor(),
+        &admin.actor(),
         &note,
     )
     .await?;

@@ -57,7 +57,7 @@ struct ResetBody {
 /// guard from G (409 if it is not G any more) to N and applies the stale
 /// events above N in order.
 pub async fn reset_guard(
-    _: BearerAdmin,
+    admin: BearerAdmin,
     context: Data<Context>,
     target: AccountRef,
     request: HttpRequest,
@@ -79,10 +79,11 @@ pub async fn reset_guard(
     let note = clean_note(body.note)?.ok_or_else(|| {
         ApiError::BadRequest("a note is required: say why the guard is wrong".into())
     })?;
+    let actor = admin.actor();
     let reset = Reset {
         to,
         guard_seen,
-        actor: "admin (token)",
+        actor: &actor,
         note: &note,
     };
     let outcome = guards::reset(&context, &source, &account_id, &reset).await?;

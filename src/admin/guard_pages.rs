@@ -109,10 +109,11 @@ pub async fn reset_guard(
     let note = clean_note(form.note)?.ok_or_else(|| {
         ApiError::BadRequest("a note is required: say why the guard is wrong".into())
     })?;
+    let actor = admin.actor();
     let reset = Reset {
         to,
         guard_seen,
-        actor: admin.actor(),
+        actor: &actor,
         note: &note,
     };
     let outcome = guards::reset(&context, &source, &account_id, &reset).await?;

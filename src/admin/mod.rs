@@ -34,6 +34,11 @@ pub use throttle::SignInThrottle;
 /// No inline script or style anywhere, no framing, forms only to ourselves.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// An endpoint inside the `/admin` scope.
+fn at(path: &str) -> Endpoint {
+    Endpoint::new(path).under("/admin")
+}
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let headers = DefaultHeaders::new()
         .add(("Cache-Control", "no-store"))
@@ -43,144 +48,92 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .wrap(headers)
-            .service(Endpoint::new("").get(pages::dashboard).finish())
-            .service(Endpoint::new("/").get(pages::dashboard).finish())
+            .service(at("").get(pages::dashboard).finish())
+            .service(at("/").get(pages::dashboard).finish())
+            .service(at("/static/admin.css").get(pages::stylesheet).finish())
             .service(
-                Endpoint::new("/static/admin.css")
-                    .get(pages::stylesheet)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/login")
+                at("/login")
                     .get(pages::to_dashboard)
                     .post(pages::login)
                     .finish(),
             )
-            .service(Endpoint::new("/logout").post(pages::logout).finish())
+            .service(at("/logout").post(pages::logout).finish())
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
-            .service(Endpoint::new("/event").get(pages::event_page).finish())
+            .service(at("/event").get(pages::event_page).finish())
+            .service(at("/events").get(events_page::events_page).finish())
+            .service(at("/failures").get(failures::page).finish())
+            .service(at("/audit").get(audit_page::page).finish())
+            .service(at("/api/audit").get(audit_page::api).finish())
+            .service(at("/api/failures").get(failures::api).finish())
+            .service(at("/account").get(account_page::account_page).finish())
+            .service(at("/event/{action}").post(pages::event_action).finish())
             .service(
-                Endpoint::new("/events")
-                    .get(events_page::events_page)
-                    .finish(),
-            )
-            .service(Endpoint::new("/failures").get(failures::page).finish())
-            .service(Endpoint::new("/audit").get(audit_page::page).finish())
-            .service(Endpoint::new("/api/audit").get(audit_page::api).finish())
-            .service(Endpoint::new("/api/failures").get(failures::api).finish())
-            .service(
-                Endpoint::new("/account")
-                    .get(account_page::account_page)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/event/{action}")
-                    .post(pages::event_action)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/events/{source}/{event_id}")
+                at("/events/{source}/{event_id}")
                     .get(pages::event_page)
                     .finish(),
             )
             .service(
-                Endpoint::new("/events/{source}/{event_id}/{action}")
+                at("/events/{source}/{event_id}/{action}")
                     .post(pages::event_action)
                     .finish(),
             )
-            .service(Endpoint::new("/gap").get(gap_pages::gap_page).finish())
+            .service(at("/gap").get(gap_pages::gap_page).finish())
+            .service(at("/outbox/replay").post(outbox::replay).finish())
+            .service(at("/gap/skip").post(gap_pages::skip_gap).finish())
             .service(
-                Endpoint::new("/outbox/replay")
-                    .post(outbox::replay)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/gap/skip")
-                    .post(gap_pages::skip_gap)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/gaps/{source}/{account_id}")
+                at("/gaps/{source}/{account_id}")
                     .get(gap_pages::gap_page)
                     .finish(),
             )
             .service(
-                Endpoint::new("/gaps/{source}/{account_id}/skip")
+                at("/gaps/{source}/{account_id}/skip")
                     .post(gap_pages::skip_gap)
                     .finish(),
             )
+            .service(at("/guard").get(guard_pages::guard_page).finish())
+            .service(at("/guard/reset").post(guard_pages::reset_guard).finish())
+            .service(at("/api/guard").get(guard_api::show_guard).finish())
             .service(
-                Endpoint::new("/guard")
-                    .get(guard_pages::guard_page)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/guard/reset")
-                    .post(guard_pages::reset_guard)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/api/guard")
-                    .get(guard_api::show_guard)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/api/held_accounts")
+                at("/api/held_accounts")
                     .get(guard_api::held_accounts)
                     .finish(),
             )
+            .service(at("/api/guard/reset").post(guard_api::reset_guard).finish())
+            .service(at("/api/events").get(api::list_events).finish())
+            .service(at("/api/event").get(api::show_event).finish())
+            .service(at("/api/event/{action}").post(api::act_on_event).finish())
             .service(
-                Endpoint::new("/api/guard/reset")
-                    .post(guard_api::reset_guard)
-                    .finish(),
-            )
-            .service(Endpoint::new("/api/events").get(api::list_events).finish())
-            .service(Endpoint::new("/api/event").get(api::show_event).finish())
-            .service(
-                Endpoint::new("/api/event/{action}")
-                    .post(api::act_on_event)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/api/events/{source}/{event_id}")
+                at("/api/events/{source}/{event_id}")
                     .get(api::show_event)
                     .finish(),
             )
             .service(
-                Endpoint::new("/api/events/{source}/{event_id}/{action}")
+                at("/api/events/{source}/{event_id}/{action}")
                     .post(api::act_on_event)
                     .finish(),
             )
             .service(
-                Endpoint::new("/api/accounts/{account_id}")
+                at("/api/accounts/{account_id}")
                     .get(api::show_account)
                     .finish(),
             )
+            .service(at("/api/account").get(api::show_account).finish())
+            .service(at("/api/gaps").get(gap_api::list_gaps).finish())
+            .service(at("/api/gap").get(gap_api::show_gap).finish())
+            .service(at("/api/gap/skip").post(gap_api::skip_gap).finish())
             .service(
-                Endpoint::new("/api/account")
-                    .get(api::show_account)
-                    .finish(),
-            )
-            .service(Endpoint::new("/api/gaps").get(gap_api::list_gaps).finish())
-            .service(Endpoint::new("/api/gap").get(gap_api::show_gap).finish())
-            .service(
-                Endpoint::new("/api/gap/skip")
-                    .post(gap_api::skip_gap)
-                    .finish(),
-            )
-            .service(
-                Endpoint::new("/api/gaps/{source}/{account_id}")
+                at("/api/gaps/{source}/{account_id}")
                     .get(gap_api::show_gap)
                     .finish(),
             )
             .service(
-                Endpoint::new("/api/gaps/{source}/{account_id}/skip")
+                at("/api/gaps/{source}/{account_id}/skip")
                     .post(gap_api::skip_gap)
                     .finish(),
             )
-            .service(Endpoint::new("/api/metrics").get(api::metrics).finish())
-            .service(Endpoint::new("/api/outbox").get(outbox::api).finish())
-            .service(Endpoint::new("/api/check").get(api::check).finish()),
+            .service(at("/api/metrics").get(api::metrics).finish())
+            .service(at("/api/outbox").get(outbox::api).finish())
+            .service(at("/api/check").get(api::check).finish()),
     );
 }

@@ -156,7 +156,7 @@ pub async fn replay(
         .replay_message(
             &form.destination,
             &form.message_id,
-            admin.actor(),
+            &admin.actor(),
             context.clock.now(),
         )
         .await?;

@@ -61,6 +61,8 @@ struct DashboardPage {
 #[template(path = "event.html")]
 struct EventPage {
     csrf: String,
+    /// False for a read-only holder: no forms.
+    can_act: bool,
     event: EventDetailView,
     audit: Vec<AuditView>,
     message: Option<String>,
@@ -235,6 +237,7 @@ pub async fn event_page(
         })
         .flatten();
     let page = EventPage {
+        can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),
         event: EventDetailView::new(
             event,
@@ -298,12 +301,13 @@ pub async fn event_action(
     let action = &action.action;
     let action = Action::parse(action).ok_or(ApiError::NotFound("action"))?;
     let note = clean_note(form.into_inner().note)?;
+    let actor = admin.actor();
     let request = operator::Request {
         action,
         source: &source,
         configured: context.source(&source).map(|s| s.as_ref()),
         event_id: &event_id,
-        actor: admin.actor(),
+        actor: &actor,
         note: note.as_deref(),
 
         negative_balance: crate::domain::NegativeBalance::Allow,
@@ -335,8 +339,8 @@ pub async fn login(
     form: Form<LoginForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_same_origin(&request)?;
-    match check_token(&request, &context, form.token.trim()) {
-        Ok(()) => {}
+    let who = match check_token(&request, &context, form.token.trim()) {
+        Ok(who) => who,
         Err(ApiError::TooManyAttempts(wait)) => {
             let page = LoginPage {
                 failed: true,
@@ -356,10 +360,15 @@ pub async fn login(
             };
             return html(actix_web::http::StatusCode::UNAUTHORIZED, &page);
         }
-    }
+    };
+    let holder = context
+        .admins
+        .iter()
+        .find(|admin| admin.name == who.name)
+        .ok_or(ApiError::Internal)?;
     let value = context
         .sessions
-        .issue(context.clock.now())
+        .issue(context.clock.now(), &holder.name, &holder.token)
         .map_err(|_| ApiError::Internal)?;
     let cookie = Cookie::build(SESSION_COOKIE, value)
         .path("/admin")

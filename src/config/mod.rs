@@ -1,6 +1,7 @@
 //! Configuration: TOML file + environment -> a validated [`Config`]. Every
 //! error names the offending key, so a bad deployment fails with one line.
 
+mod admins;
 mod destinations;
 mod env;
 mod error;
@@ -18,6 +19,7 @@ mod sources;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use admins::{AdminToken, MAIN_ADMIN};
 pub use destinations::{Destination, Target, describe_destination, routes, stream_subject};
 pub use env::{Env, process_env};
 pub use error::ConfigError;
@@ -105,6 +107,8 @@ pub struct AdminSettings {
     /// Where the token came from, for people (never the token).
     pub token_origin: String,
     pub session_ttl_secs: u64,
+    /// `[[admin.tokens]]`: named, possibly read-only, beside `token`.
+    pub tokens: Vec<AdminToken>,
 }
 
 /// Loads the config: `explicit` (from `--config` or `HOOKLEDGER_CONFIG`) must
@@ -264,6 +268,12 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         .token
         .take()
         .and_then(|token| problems.take(resolve_token(&token, env, "admin.token")));
+    let named_tokens = admins::build_admin_tokens(
+        std::mem::take(&mut raw.admin.tokens),
+        configured_token.as_ref(),
+        env,
+        &mut problems,
+    );
     let metrics_token = raw
         .metrics
         .token
@@ -318,6 +328,7 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
             token,
             token_origin,
             session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
+            tokens: named_tokens,
         },
         metrics_token,
         sources,

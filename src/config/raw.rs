@@ -69,6 +69,8 @@ pub struct RawRetention {
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
     pub token: Option<String>,
+    #[serde(default)]
+    pub tokens: Vec<super::admins::RawAdminToken>,
     /// The environment variable that set `token`, if one did.
     #[serde(skip)]
     pub token_from: Option<String>,

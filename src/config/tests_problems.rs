@@ -149,3 +149,52 @@ fn the_metrics_token_is_resolved_and_must_be_long() {
         )]
     );
 }
+
+#[test]
+fn named_admin_tokens_are_checked() {
+    let source = "[[sources]]\nname = \"demo\"\nkind = \"standard-webhooks\"\n\
+                  secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n";
+    let tokens = |body: &str| format!("{source}[[admin.tokens]]\n{body}\n");
+    let good = parse(
+        &tokens("name = \"support\"\ntoken = \"env:SUPPORT\"\nread_only = true"),
+        &[("SUPPORT", "support-token-0123456789")],
+    )
+    .unwrap();
+    let support = &good.admin.tokens[0];
+    assert_eq!(
+        (support.name.as_str(), support.read_only),
+        ("support", true)
+    );
+    for (body, key, message) in [
+        (
+            "name = \"admin\"\ntoken = \"another-token-0123456\"",
+            "admin.tokens[0].name",
+            "admin is taken",
+        ),
+        (
+            "name = \"a b\"\ntoken = \"another-token-0123456\"",
+            "admin.tokens[0].name",
+            "must be",
+        ),
+        (
+            "name = \"x\"\ntoken = \"short\"",
+            "admin.tokens[0].token",
+            "at least 16",
+        ),
+        // The main admin token (tests::parse sets it) cannot be shared.
+        (
+            "name = \"x\"\ntoken = \"admin-token-0123456789\"",
+            "admin.tokens[0].token",
+            "another admin token's",
+        ),
+    ] {
+        let error = parse(&tokens(body), &[]).unwrap_err();
+        let problem = error.all().next().unwrap();
+        assert_eq!(problem.key, key, "{body}");
+        assert!(
+            problem.message.contains(message),
+            "{body}: {}",
+            problem.message
+        );
+    }
+}

@@ -4,6 +4,9 @@
 //! `OPTIONS` answers 204 with `Allow` (HAProxy's default check uses it),
 //! and any other method gets 405 with `Allow` and the JSON error body.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use actix_web::http::Method;
 use actix_web::http::header::ALLOW;
 use actix_web::{FromRequest, Handler, HttpResponse, Resource, Responder, web};
@@ -13,6 +16,23 @@ use super::ApiError;
 pub struct Endpoint {
     resource: Resource,
     allow: Vec<Method>,
+    /// The path as clients see it (with its scope), for [`registered`].
+    full_path: String,
+}
+
+/// Every path an [`Endpoint`] registered, with its methods: what a test
+/// walks to prove every admin route asks for a token.
+static REGISTERED: Mutex<BTreeMap<String, Vec<String>>> = Mutex::new(BTreeMap::new());
+
+/// The paths registered so far (every app built in this process), each with
+/// the methods it answers besides `OPTIONS`.
+pub fn registered() -> Vec<(String, Vec<String>)> {
+    REGISTERED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(path, methods)| (path.clone(), methods.clone()))
+        .collect()
 }
 
 impl Endpoint {
@@ -20,7 +40,14 @@ impl Endpoint {
         Self {
             resource: web::resource(path),
             allow: Vec::new(),
+            full_path: path.to_owned(),
         }
+    }
+
+    /// Inside `web::scope(scope)`: recorded with it.
+    pub fn under(mut self, scope: &str) -> Self {
+        self.full_path = format!("{scope}{}", self.full_path);
+        self
     }
 
     /// Answers `GET` and `HEAD` with `handler`.
@@ -52,6 +79,10 @@ impl Endpoint {
 
     /// The resource, with `OPTIONS` and the 405 for every other method.
     pub fn finish(self) -> Resource {
+        REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            self.full_path.clone(),
+            self.allow.iter().map(|m| m.as_str().to_owned()).collect(),
+        );
         let mut allow: Vec<&str> = self.allow.iter().map(Method::as_str).collect();
         allow.push(Method::OPTIONS.as_str());
         let allow = allow.join(", ");

@@ -14,6 +14,7 @@ mod process;
 mod receiver;
 mod samples;
 
+mod access;
 mod account_page;
 mod admin_api;
 mod admin_page;

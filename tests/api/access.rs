@@ -1,0 +1,187 @@
+//! Who may do what on the admin: every route the app registers under
+//! `/admin` asks for a token (a page without one shows the sign-in form or
+//! redirects to it), named tokens are audited by name, and a read-only
+//! token reads everything and changes nothing, by API or by form.
+
+use reqwest::{Method, StatusCode};
+
+use crate::browser::csrf_in;
+use crate::helpers::*;
+
+const OPS: &str = "ops-token-0123456789abcd";
+const SUPPORT: &str = "support-token-0123456789";
+
+const TOKENS: &str = r#"
+[[admin.tokens]]
+name = "ops"
+token = "ops-token-0123456789abcd"
+
+[[admin.tokens]]
+name = "support"
+token = "support-token-0123456789"
+read_only = true
+"#;
+
+/// Paths that answer without a token: the sign-in form (the dashboard's
+/// address shows it), its stylesheet, and signing in or out.
+const OPEN: [&str; 5] = [
+    "/admin",
+    "/admin/",
+    "/admin/static/admin.css",
+    "/admin/login",
+    "/admin/logout",
+];
+
+/// A concrete request for a registered pattern: path segments filled in,
+/// and the query the query-form routes read.
+fn concrete(pattern: &str) -> String {
+    let path = pattern
+        .replace("{source}", "demo")
+        .replace("{event_id}", "msg_2")
+        .replace("{account_id}", "acct_1")
+        .replace("{action}", "apply");
+    format!("{path}?source=demo&id=msg_2&account=acct_1")
+}
+
+async fn app(backend: Backend) -> TestApp {
+    // The admin scope sits under [admin], so the tables go after it: in
+    // the sources' slot, which comes last.
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: TOKENS,
+            ..Options::default()
+        },
+    )
+    .await;
+    app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 2)).await;
+    // A late debit: held as stale.
+    app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await;
+    app
+}
+
+async fn request(app: &TestApp, method: &str, path: &str, token: Option<&str>) -> StatusCode {
+    let method = Method::from_bytes(method.as_bytes()).unwrap();
+    let mut request = app
+        .client
+        .request(method, app.url(path))
+        .header("origin", &app.address)
+        .header("content-type", "application/json")
+        .body(r#"{"note": "x", "through": 3, "to": 0, "guard_seen": 2}"#);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().status()
+}
+
+async fn every_admin_route_asks_and_read_only_changes_nothing(backend: Backend) {
+    let app = app(backend).await;
+    let routes: Vec<(String, Vec<String>)> = hookledger::http::routes::registered()
+        .into_iter()
+        .filter(|(path, _)| path.starts_with("/admin"))
+        .collect();
+    assert!(
+        routes.len() >= 30,
+        "every admin route is registered: {routes:?}"
+    );
+    for (pattern, methods) in &routes {
+        if OPEN.contains(&pattern.as_str()) {
+            continue;
+        }
+        let path = concrete(pattern);
+        for method in methods {
+            let bare = request(&app, method, &path, None).await;
+            assert!(
+                [StatusCode::UNAUTHORIZED, StatusCode::SEE_OTHER].contains(&bare),
+                "{method} {path} without a token: {bare}"
+            );
+            if method == "POST" {
+                let read_only = request(&app, method, &path, Some(SUPPORT)).await;
+                assert_eq!(
+                    read_only,
+                    StatusCode::FORBIDDEN,
+                    "{method} {path} read-only"
+                );
+            } else {
+                let read = request(&app, method, &path, Some(SUPPORT)).await;
+                assert_ne!(read, StatusCode::UNAUTHORIZED, "{method} {path} read-only");
+                assert_ne!(read, StatusCode::FORBIDDEN, "{method} {path} read-only");
+            }
+        }
+    }
+    assert_eq!(app.balance("acct_1", "USD").await, 1000, "nothing moved");
+    assert_eq!(app.event("demo", "msg_2").await["status"], "stale");
+
+    // A full named token acts, and the audit log names it.
+    let applied = app
+        .client
+        .post(app.url("/admin/api/events/demo/msg_2/apply"))
+        .bearer_auth(OPS)
+        .body(r#"{"note": "checked"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(applied.status(), StatusCode::OK);
+    let audit = app.event("demo", "msg_2").await["audit"].clone();
+    assert_eq!(audit[0]["actor"], "ops (token)");
+}
+
+async fn a_read_only_session_sees_no_forms_and_cannot_post(backend: Backend) {
+    let app = app(backend).await;
+    let signed_in = app
+        .client
+        .post(app.url("/admin/login"))
+        .header("origin", &app.address)
+        .form(&[("token", SUPPORT)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = app
+        .client
+        .get(app.url("/admin/event?source=demo&id=msg_2"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("yours is read-only"), "{page}");
+    assert!(!page.contains("button class=\"primary\""), "{page}");
+    // The logout form still carries the session's CSRF token.
+    let csrf = csrf_in(&page);
+    let posted = app
+        .client
+        .post(app.url("/admin/event/apply?source=demo&id=msg_2"))
+        .header("cookie", &cookie)
+        .header("origin", &app.address)
+        .form(&[("csrf", csrf.as_str()), ("note", "trying")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.balance("acct_1", "USD").await, 1000);
+    // A session of a token the config no longer has is no session.
+    let forged = cookie.replacen(".support.", ".admin.", 1);
+    let as_admin = app
+        .client
+        .get(app.url("/admin/api/check"))
+        .header("cookie", &forged)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_admin.status(), StatusCode::UNAUTHORIZED);
+}
+
+both_backends!(
+    every_admin_route_asks_and_read_only_changes_nothing,
+    a_read_only_session_sees_no_forms_and_cannot_post,
+);

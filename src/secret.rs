@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// A configured secret string (webhook signing secret, admin token).
@@ -25,6 +26,17 @@ impl Secret {
         // Lengths may differ; ct_eq handles that and leaks only the length,
         // which is not secret (tokens are generated at a fixed length).
         self.0.as_bytes().ct_eq(presented.as_bytes()).into()
+    }
+}
+
+impl Secret {
+    /// [`Secret::matches`] over SHA-256 digests: both sides the same
+    /// length whatever was presented, so even the secret's length stays
+    /// unsaid.
+    pub fn matches_digest_of(&self, presented: &str) -> bool {
+        let mine = Sha256::digest(self.0.as_bytes());
+        let theirs = Sha256::digest(presented.as_bytes());
+        mine.as_slice().ct_eq(theirs.as_slice()).into()
     }
 }
 

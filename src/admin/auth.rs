@@ -22,7 +22,7 @@ use crate::http::ApiError;
 use crate::secret::Secret;
 use crate::session::Session;
 
-use super::throttle::Verdict;
+use super::throttle::{Presented, Verdict};
 
 pub const SESSION_COOKIE: &str = "hookledger_session";
 
@@ -169,20 +169,28 @@ fn check_at(
         }
     };
     let compare = || match gate {
-        Gate::Metrics(expected) => expected.matches(token),
+        Gate::Metrics(expected) if expected.matches(token) => Presented::Right,
+        Gate::Metrics(_) => Presented::Wrong,
         Gate::Admin(matched) => {
-            // Every token compared, so the time says nothing of which.
+            // Every token compared, by digest (one length for all), so the
+            // time says nothing of which matched or how long they are.
             let mut found = None;
             for (i, admin) in context.admins.iter().enumerate() {
-                if admin.token.matches(token) && found.is_none() {
+                if admin.token.matches_digest_of(token) && found.is_none() {
                     found = Some(i);
                 }
             }
             *matched = found;
-            found.is_some()
+            match found.map(|i| context.admins[i].read_only) {
+                None => Presented::Wrong,
+                Some(false) => Presented::Right,
+                // A read-only holder's sign-in never clears failures: it
+                // must not reset the wait of someone guessing the others.
+                Some(true) => Presented::RightKeepingFailures,
+            }
         }
     };
-    match throttle.attempt(address, now, compare) {
+    match throttle.attempt_with(address, now, compare) {
         Verdict::Accepted => Ok(()),
         Verdict::Wait(secs) => {
             count("throttled");

@@ -61,6 +61,15 @@ pub enum Verdict {
     Wait(u64),
 }
 
+/// What a presented token turned out to be.
+pub enum Presented {
+    Wrong,
+    /// Right: the address's failures are forgotten.
+    Right,
+    /// Right, but the failures stay (they expire on their own).
+    RightKeepingFailures,
+}
+
 impl SignInThrottle {
     /// Checks a token from `address` with `matches` unless the address must
     /// wait, and records the result, under one lock: two concurrent wrong
@@ -71,6 +80,24 @@ impl SignInThrottle {
         now: DateTime<Utc>,
         matches: impl FnOnce() -> bool,
     ) -> Verdict {
+        self.attempt_with(address, now, || {
+            if matches() {
+                Presented::Right
+            } else {
+                Presented::Wrong
+            }
+        })
+    }
+
+    /// [`SignInThrottle::attempt`], where some right tokens do not clear
+    /// the address's failures: a read-only holder's, so that holding one
+    /// never lets its holder guess at the others without waiting.
+    pub fn attempt_with(
+        &self,
+        address: IpAddr,
+        now: DateTime<Utc>,
+        matches: impl FnOnce() -> Presented,
+    ) -> Verdict {
         let mut failures = self.lock();
         let key = client_key(address);
         if let Some(entry) = failures.get(&key)
@@ -78,9 +105,13 @@ impl SignInThrottle {
         {
             return Verdict::Wait(whole_seconds(entry.wait_until - now));
         }
-        if matches() {
-            failures.remove(&key);
-            return Verdict::Accepted;
+        match matches() {
+            Presented::Right => {
+                failures.remove(&key);
+                return Verdict::Accepted;
+            }
+            Presented::RightKeepingFailures => return Verdict::Accepted,
+            Presented::Wrong => {}
         }
         if !failures.contains_key(&key) && failures.len() >= MAX_TRACKED {
             forget_one(&mut failures, now);

@@ -279,6 +279,18 @@ fn build(mut raw: RawConfig, env: Env<'_>, demo: bool) -> Result<Config, ConfigE
         .token
         .take()
         .and_then(|token| problems.take(resolve_token(&token, env, "metrics.token")));
+    // The metrics token sits in scraper configs: never an admin's.
+    if let Some(metrics) = &metrics_token {
+        let admin = configured_token
+            .iter()
+            .chain(named_tokens.iter().map(|t| &t.token));
+        if admin.into_iter().any(|t| t.expose() == metrics.expose()) {
+            problems.push(ConfigError::new(
+                "metrics.token",
+                "is an admin token: give scrapers a token of their own",
+            ));
+        }
+    }
     // Every problem first: a config that is going to be refused must not
     // leave a generated admin token behind.
     let (Some(limits), Some(sources), Some(destinations)) = (limits, sources, destinations) else {

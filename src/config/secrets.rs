@@ -16,6 +16,12 @@ pub(super) fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
     if let Some(token) = &raw.admin.token {
         values.push(("admin.token".to_owned(), token));
     }
+    for (i, named) in raw.admin.tokens.iter().enumerate() {
+        values.push((format!("admin.tokens[{i}].token"), &named.token));
+    }
+    if let Some(token) = &raw.metrics.token {
+        values.push(("metrics.token".to_owned(), token));
+    }
     for source in &raw.sources {
         for (i, secret) in source.secrets.iter().enumerate() {
             values.push((format!("sources[{}].secrets[{i}]", source.name), secret));

@@ -148,6 +148,18 @@ fn the_metrics_token_is_resolved_and_must_be_long() {
             "must be at least 16 characters".to_owned()
         )]
     );
+    // The admin token (tests::parse sets it) is never the scrapers'.
+    let shared = parse(
+        &format!("[metrics]\ntoken = \"admin-token-0123456789\"\n{source}"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(shared.key, "metrics.token");
+    assert!(
+        shared.message.contains("is an admin token"),
+        "{}",
+        shared.message
+    );
 }
 
 #[test]

@@ -79,10 +79,14 @@ impl Endpoint {
 
     /// The resource, with `OPTIONS` and the 405 for every other method.
     pub fn finish(self) -> Resource {
-        REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).insert(
-            self.full_path.clone(),
-            self.allow.iter().map(|m| m.as_str().to_owned()).collect(),
-        );
+        let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+        let methods = registered.entry(self.full_path.clone()).or_default();
+        for method in &self.allow {
+            if !methods.iter().any(|m| m == method.as_str()) {
+                methods.push(method.as_str().to_owned());
+            }
+        }
+        drop(registered);
         let mut allow: Vec<&str> = self.allow.iter().map(Method::as_str).collect();
         allow.push(Method::OPTIONS.as_str());
         let allow = allow.join(", ");

@@ -5,7 +5,7 @@
 
 use reqwest::{Method, StatusCode};
 
-use crate::browser::csrf_in;
+use crate::browser::{csrf_in, login_with, page, post_form};
 use crate::helpers::*;
 
 const OPS: &str = "ops-token-0123456789abcd";
@@ -95,7 +95,7 @@ async fn every_admin_route_asks_and_read_only_changes_nothing(backend: Backend) 
                 [StatusCode::UNAUTHORIZED, StatusCode::SEE_OTHER].contains(&bare),
                 "{method} {path} without a token: {bare}"
             );
-            if method == "POST" {
+            if method != "GET" && method != "HEAD" {
                 let read_only = request(&app, method, &path, Some(SUPPORT)).await;
                 assert_eq!(
                     read_only,
@@ -128,60 +128,56 @@ async fn every_admin_route_asks_and_read_only_changes_nothing(backend: Backend) 
 
 async fn a_read_only_session_sees_no_forms_and_cannot_post(backend: Backend) {
     let app = app(backend).await;
-    let signed_in = app
-        .client
-        .post(app.url("/admin/login"))
-        .header("origin", &app.address)
-        .form(&[("token", SUPPORT)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
-    let cookie = signed_in.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let page = app
-        .client
-        .get(app.url("/admin/event?source=demo&id=msg_2"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(page.contains("yours is read-only"), "{page}");
-    assert!(!page.contains("button class=\"primary\""), "{page}");
-    // The logout form still carries the session's CSRF token.
-    let csrf = csrf_in(&page);
-    let posted = app
-        .client
-        .post(app.url("/admin/event/apply?source=demo&id=msg_2"))
-        .header("cookie", &cookie)
-        .header("origin", &app.address)
-        .form(&[("csrf", csrf.as_str()), ("note", "trying")])
-        .send()
-        .await
-        .unwrap();
+    let cookie = login_with(&app, SUPPORT).await;
+    let held = page(&app, "/admin/event?source=demo&id=msg_2", &cookie).await;
+    assert!(held.contains("yours is read-only"), "{held}");
+    assert!(!held.contains("button class=\"primary\""), "{held}");
+    // The sign-out form still carries the session's CSRF token.
+    let fields = [("csrf", csrf_in(&held)), ("note", "trying".to_owned())];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let apply = "/admin/event/apply?source=demo&id=msg_2";
+    let posted = post_form(&app, apply, &cookie, Some(&app.address), &fields).await;
     assert_eq!(posted.status(), StatusCode::FORBIDDEN);
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
-    // A session of a token the config no longer has is no session.
-    let forged = cookie.replacen(".support.", ".admin.", 1);
-    let as_admin = app
-        .client
-        .get(app.url("/admin/api/check"))
-        .header("cookie", &forged)
-        .send()
-        .await
-        .unwrap();
+    // The cookie's holder cannot be changed: its tag binds the name.
+    let promoted = cookie.replacen(".support.", ".admin.", 1);
+    let as_admin = post_form(&app, apply, &promoted, Some(&app.address), &fields).await;
     assert_eq!(as_admin.status(), StatusCode::UNAUTHORIZED);
 }
 
+/// A read-only holder's sign-in never clears the address's failures, so it
+/// cannot be used to keep guessing at the other tokens without waiting.
+async fn a_read_only_sign_in_does_not_reset_the_wait(backend: Backend) {
+    let app = app(backend).await;
+    let check = |token: &'static str| {
+        let app = &app;
+        async move {
+            app.client
+                .get(app.url("/admin/api/check"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    for _ in 0..4 {
+        assert_eq!(
+            check("wrong-token-0123456789").await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(check(SUPPORT).await, StatusCode::OK);
+    // The fifth failure is counted on the first four: the address waits.
+    assert_eq!(
+        check("wrong-token-0123456789").await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(check(OPS).await, StatusCode::TOO_MANY_REQUESTS);
+}
+
 both_backends!(
+    a_read_only_sign_in_does_not_reset_the_wait,
     every_admin_route_asks_and_read_only_changes_nothing,
     a_read_only_session_sees_no_forms_and_cannot_post,
 );

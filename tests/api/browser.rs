@@ -8,11 +8,16 @@ use crate::helpers::{ADMIN_TOKEN, TestApp};
 
 /// Logs in through the form; returns the `Cookie` header value.
 pub(crate) async fn login(app: &TestApp) -> String {
+    login_with(app, ADMIN_TOKEN).await
+}
+
+/// [`login`] with another admin token.
+pub(crate) async fn login_with(app: &TestApp, token: &str) -> String {
     let response = app
         .client
         .post(app.url("/admin/login"))
         .header("origin", &app.address)
-        .form(&[("token", ADMIN_TOKEN)])
+        .form(&[("token", token)])
         .send()
         .await
         .unwrap();

@@ -7,6 +7,19 @@ use reqwest::StatusCode;
 use crate::browser::{login, page};
 use crate::helpers::*;
 
+/// A delivery signed with a secret no longer configured: refused.
+async fn forged(app: &TestApp) {
+    let forged = app
+        .deliver(
+            "demo",
+            "standard-webhooks",
+            ROTATED_OUT_SECRET,
+            &credit("x", "c", 1),
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+}
+
 /// The legend row of `outcome`: (last hour, last 24 h).
 fn legend(html: &str, label: &str) -> (u64, u64) {
     let row = html
@@ -28,15 +41,7 @@ async fn the_chart_counts_each_outcome_by_the_minute(backend: Backend) {
     // Two hours later: outside the last hour, inside the day.
     app.clock.advance(TimeDelta::hours(2));
     app.send_to("demo", &credit("evt_2", "cus_1", 100)).await;
-    let forged = app
-        .deliver(
-            "demo",
-            "standard-webhooks",
-            ROTATED_OUT_SECRET,
-            &credit("x", "c", 1),
-        )
-        .await;
-    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+    forged(&app).await;
 
     let cookie = login(&app).await;
     let html = page(&app, "/admin", &cookie).await;
@@ -69,15 +74,7 @@ async fn each_source_shows_its_day_its_secret_and_its_skew(backend: Backend) {
         )
         .await;
     assert_eq!(old.status(), StatusCode::OK);
-    let forged = app
-        .deliver(
-            "demo",
-            "standard-webhooks",
-            ROTATED_OUT_SECRET,
-            &credit("x", "c", 1),
-        )
-        .await;
-    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+    forged(&app).await;
 
     let cookie = login(&app).await;
     let html = page(&app, "/admin", &cookie).await;

@@ -70,12 +70,20 @@ impl Http {
 
 /// `Retry-After` as seconds or an HTTP date.
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
-    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = response.headers().get(RETRY_AFTER)?.to_str().ok()?;
+    retry_after_value(value, Utc::now())
+}
+
+/// Seconds (`120`) or an IMF-fixdate (`Wed, 21 Oct 2026 07:28:00 GMT`,
+/// RFC 9110's preferred form) as a wait from `now`; a date already past,
+/// or anything else, is no wait of the destination's (the backoff rules).
+fn retry_after_value(value: &str, now: chrono::DateTime<Utc>) -> Option<Duration> {
+    let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
     let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    (at.with_timezone(&Utc) - Utc::now()).to_std().ok()
+    (at.with_timezone(&Utc) - now).to_std().ok()
 }
 
 /// What failed, without the URL's query (which may carry a token).
@@ -128,5 +136,27 @@ impl Deliver for Http {
                 retry_after: retry_after(&response),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-10-21T07:27:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let wait = |value| retry_after_value(value, now);
+        assert_eq!(wait("120"), Some(Duration::from_secs(120)));
+        assert_eq!(wait(" 5 "), Some(Duration::from_secs(5)));
+        assert_eq!(
+            wait("Wed, 21 Oct 2026 07:28:00 GMT"),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(wait("Wed, 21 Oct 2026 07:26:00 GMT"), None, "already past");
+        assert_eq!(wait("-5"), None);
+        assert_eq!(wait("soon"), None);
     }
 }

@@ -141,6 +141,27 @@ impl EventDetailView {
     }
 }
 
+/// Why a source left an event alone: the types it maps, and that this one
+/// is not among them (or is, but its conditions did not hold).
+pub fn ignored_because(source: &crate::source::Source, event_type: &str) -> String {
+    let mapped: Vec<&str> =
+        crate::providers::enabled_rules(source.provider.rules(), &source.mapping)
+            .iter()
+            .map(|rule| rule.event_type)
+            .collect();
+    if mapped.contains(&event_type) {
+        format!(
+            "{event_type} moves money only in some states (a refund that succeeded, say), and this one was not in them"
+        )
+    } else {
+        format!(
+            "source {} maps {}; {event_type} is not among them, so it moves no money",
+            source.name.as_str(),
+            mapped.join(", ")
+        )
+    }
+}
+
 /// The payload as received, and pretty-printed when that reads
 /// differently.
 fn payload(row: &EventDetailRow) -> (String, Option<String>) {

@@ -13,7 +13,7 @@ use super::api::clean_note;
 use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
-use super::event_view::{Context as EventContext, EventDetailView};
+use super::event_view::{Context as EventContext, EventDetailView, ignored_because};
 use super::gaps;
 use super::guards;
 use super::target::{EventRef, event_href};
@@ -252,27 +252,6 @@ pub async fn event_page(
         messages: super::outbox::event_messages(&context.store, &source, &event_id).await?,
     };
     html(actix_web::http::StatusCode::OK, &page)
-}
-
-/// Why a source left an event alone: the types it maps, and that this one
-/// is not among them (or is, but its conditions did not hold).
-fn ignored_because(source: &crate::source::Source, event_type: &str) -> String {
-    let mapped: Vec<&str> =
-        crate::providers::enabled_rules(source.provider.rules(), &source.mapping)
-            .iter()
-            .map(|rule| rule.event_type)
-            .collect();
-    if mapped.contains(&event_type) {
-        format!(
-            "{event_type} moves money only in some states (a refund that succeeded, say), and this one was not in them"
-        )
-    } else {
-        format!(
-            "source {} maps {}; {event_type} is not among them, so it moves no money",
-            source.name.as_str(),
-            mapped.join(", ")
-        )
-    }
 }
 
 /// The `{action}` segment of an action route (`apply`, `dismiss`).

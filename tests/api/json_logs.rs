@@ -5,21 +5,13 @@
 use serde_json::Value;
 
 use crate::helpers::Backend;
-use crate::postgres::TestDatabase;
-use crate::process::Server;
+use crate::process::demo_on;
 use crate::shutdown::{delivery, post};
 
 async fn every_line_is_json_and_each_delivery_has_one(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let mut env = vec![("HOOKLEDGER_LOG_FORMAT", "json")];
-    if let Some(database) = &postgres {
-        env.push(("HOOKLEDGER_DATABASE_URL", database.url.as_str()));
-    }
-    let server = Server::start(dir.path(), &env, "note");
+    let (server, _database) =
+        demo_on(&backend, dir.path(), &[("HOOKLEDGER_LOG_FORMAT", "json")]).await;
     let signed = delivery(dir.path(), "evt_json_1");
     for _ in 0..2 {
         let (status, _) = post(&server.base(), &signed).await.unwrap();

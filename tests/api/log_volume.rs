@@ -10,8 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::helpers::Backend;
-use crate::postgres::TestDatabase;
-use crate::process::Server;
+use crate::process::{Server, demo_on};
 
 /// Lines a kind may log per window (`startup::LOG_LINES_PER_WINDOW`).
 const BUDGET: usize = 10;
@@ -73,15 +72,8 @@ fn suppressed(log: &str, kind: &str) -> usize {
 
 async fn a_flood_of_failures_logs_a_bounded_number_of_lines(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let postgres = match &backend {
-        Backend::Postgres(url) => Some(TestDatabase::create(url).await),
-        Backend::Sqlite => None,
-    };
-    let mut env = vec![("HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS", "2")];
-    if let Some(database) = &postgres {
-        env.push(("HOOKLEDGER_DATABASE_URL", database.url.as_str()));
-    }
-    let server = Server::start(dir.path(), &env, "note");
+    let env = [("HOOKLEDGER_LIMITS_LOG_SUMMARY_SECS", "2")];
+    let (server, _database) = demo_on(&backend, dir.path(), &env).await;
     let base = server.base();
     let client = hookledger::tls::client();
     for _ in 0..40 {

@@ -143,3 +143,24 @@ impl Server {
         response.json().await.unwrap()
     }
 }
+
+/// The demo server (no config file) in `dir` on `backend`, with `env`: on
+/// PostgreSQL in a database of its own, kept while the returned guard
+/// lives.
+pub async fn demo_on(
+    backend: &crate::helpers::Backend,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> (Server, Option<crate::postgres::TestDatabase>) {
+    let postgres = match backend {
+        crate::helpers::Backend::Postgres(url) => {
+            Some(crate::postgres::TestDatabase::create(url).await)
+        }
+        crate::helpers::Backend::Sqlite => None,
+    };
+    let mut env = env.to_vec();
+    if let Some(database) = &postgres {
+        env.push(("HOOKLEDGER_DATABASE_URL", database.url.as_str()));
+    }
+    (Server::start(dir, &env, "note"), postgres)
+}

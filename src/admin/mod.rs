@@ -6,6 +6,7 @@ mod account_page;
 mod api;
 mod audit_page;
 mod auth;
+mod bulk;
 mod chart;
 mod event_view;
 mod events_page;
@@ -63,6 +64,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/event").get(pages::event_page).finish())
             .service(at("/events").get(events_page::events_page).finish())
             .service(at("/failures").get(failures::page).finish())
+            .service(at("/held").get(bulk::held_page).finish())
+            .service(at("/held/preview").post(bulk::preview).finish())
+            .service(at("/held/act").post(bulk::act).finish())
             .service(at("/audit").get(audit_page::page).finish())
             .service(at("/api/audit").get(audit_page::api).finish())
             .service(at("/api/failures").get(failures::api).finish())

@@ -29,6 +29,14 @@ const HELD_EVENTS: &str = concat!(
     " from intents where status in ('stale', 'rejected') order by intent_id limit $1"
 );
 
+/// Everything a person may resolve, oldest first: stale, rejected, and
+/// waiting (which only a dismiss or a skipped gap resolves).
+const HELD_QUEUE: &str = concat!(
+    "select ",
+    event_columns!(),
+    " from intents where status in ('stale', 'rejected', 'waiting') order by intent_id limit $1"
+);
+
 /// With, for a `duplicate_effect`, the event that credited its payment.
 const EVENT_DETAIL: &str = concat!(
     "select ",
@@ -181,6 +189,10 @@ impl Store {
             }
             query.bind(filter.limit).fetch_all(pool).await
         })?)
+    }
+
+    pub async fn held_queue(&self, limit: i64) -> Result<Vec<EventRow>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(HELD_QUEUE).bind(limit).fetch_all(pool).await)?)
     }
 
     pub async fn held_events(&self, limit: i64) -> Result<Vec<EventRow>, StoreError> {

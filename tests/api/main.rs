@@ -43,6 +43,7 @@ mod first_run;
 mod gap_skip;
 mod group_commit;
 mod health;
+mod held_queue;
 mod hostile;
 mod interleavings;
 mod invariants;

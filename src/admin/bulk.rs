@@ -1,0 +1,253 @@
+//! The held queue, and acting on many of its events at once:
+//! `GET /admin/held` lists stale, rejected and waiting events oldest first
+//! with checkboxes; `POST /admin/held/preview` shows what the chosen action
+//! would do, the total per account and currency, and asks for a note;
+//! `POST /admin/held/act` runs it, one event at a time, each in its own
+//! transaction and audited like a single apply or dismiss. An event whose
+//! status changed meanwhile is refused (409 for that event alone), so a
+//! resent form never moves money twice.
+
+use std::collections::BTreeMap;
+
+use actix_web::web::{Data, Form};
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use super::api::clean_note;
+use super::auth::{PageAdmin, check_csrf};
+use super::pages::{csrf_for, html, see_other};
+use super::target::{event_href, plain_id};
+use super::view::{EventView, money};
+use crate::context::Context;
+use crate::domain::NegativeBalance;
+use crate::http::ApiError;
+use crate::operator::{self, Action};
+
+/// Events listed, and acted on, at once.
+const LIMIT: i64 = 500;
+
+#[derive(Template)]
+#[template(path = "held.html")]
+struct HeldPage {
+    csrf: String,
+    events: Vec<(String, EventView)>,
+}
+
+pub async fn held_page(
+    admin: Option<PageAdmin>,
+    context: Data<Context>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(admin) = admin else {
+        return Ok(see_other("/admin"));
+    };
+    let events = context
+        .store
+        .held_queue(LIMIT)
+        .await?
+        .into_iter()
+        .map(|row| (pick(&row.source, &row.event_id), EventView::from(row)))
+        .collect();
+    html(
+        actix_web::http::StatusCode::OK,
+        &HeldPage {
+            csrf: csrf_for(&admin, &context),
+            events,
+        },
+    )
+}
+
+/// A checkbox's value: `source:event_id` (source names hold no `:`).
+fn pick(source: &str, event_id: &str) -> String {
+    format!("{source}:{event_id}")
+}
+
+/// The form: the action, the events picked, the note (on the confirm).
+/// Parsed by hand: a repeated `pick` field is a list.
+struct BulkForm {
+    csrf: String,
+    action: Action,
+    picks: Vec<(String, String)>,
+    note: Option<String>,
+}
+
+impl BulkForm {
+    fn parse(pairs: Vec<(String, String)>) -> Result<Self, ApiError> {
+        let (mut csrf, mut action, mut picks, mut note) = (String::new(), None, Vec::new(), None);
+        for (key, value) in pairs {
+            match key.as_str() {
+                "csrf" => csrf = value,
+                "action" => action = Action::parse(&value),
+                "note" => note = Some(value),
+                "pick" => {
+                    let (source, event_id) = value
+                        .split_once(':')
+                        .ok_or_else(|| ApiError::BadRequest("a pick is source:event_id".into()))?;
+                    picks.push((
+                        plain_id("source", source.to_owned())?,
+                        plain_id("event id", event_id.to_owned())?,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let action =
+            action.ok_or_else(|| ApiError::BadRequest("action is apply or dismiss".into()))?;
+        if picks.is_empty() {
+            return Err(ApiError::BadRequest("choose at least one event".into()));
+        }
+        if picks.len() > LIMIT as usize {
+            return Err(ApiError::BadRequest(format!(
+                "at most {LIMIT} events at once"
+            )));
+        }
+        picks.sort();
+        picks.dedup();
+        Ok(Self {
+            csrf,
+            action,
+            picks,
+            note,
+        })
+    }
+}
+
+/// One picked event in the preview: what the action does to it.
+pub struct PreviewLine {
+    pub event: EventView,
+    pub pick: String,
+    /// Why the action leaves it as it is, if it does.
+    pub skipped: Option<&'static str>,
+}
+
+#[derive(Template)]
+#[template(path = "held_preview.html")]
+struct PreviewPage {
+    csrf: String,
+    action: &'static str,
+    lines: Vec<PreviewLine>,
+    /// Account, currency, total change, number of events.
+    totals: Vec<(String, String, String, usize)>,
+}
+
+pub async fn preview(
+    admin: PageAdmin,
+    context: Data<Context>,
+    request: HttpRequest,
+    form: Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ApiError> {
+    let form = BulkForm::parse(form.into_inner())?;
+    check_csrf(&request, &admin, &context, &form.csrf)?;
+    let mut lines = Vec::new();
+    let mut totals: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
+    for (source, event_id) in &form.picks {
+        let Some(row) = context.store.event(source, event_id).await? else {
+            continue;
+        };
+        let event = row.event;
+        let skipped = match (form.action, event.status.as_str()) {
+            (Action::Apply, "stale") => None,
+            (Action::Apply, _) => Some("only a stale event can be applied as it stands"),
+            (Action::Dismiss, "stale" | "rejected" | "waiting") => None,
+            (Action::Dismiss, _) => Some("no longer held"),
+        };
+        if skipped.is_none()
+            && form.action == Action::Apply
+            && let (Some(account), Some(currency), Some(amount)) =
+                (&event.account_id, &event.currency, event.amount_minor)
+        {
+            let total = totals
+                .entry((account.clone(), currency.clone()))
+                .or_default();
+            total.0 = total.0.saturating_add(amount);
+            total.1 += 1;
+        }
+        lines.push(PreviewLine {
+            pick: pick(&event.source, &event.event_id),
+            event: EventView::from(event),
+            skipped,
+        });
+    }
+    let totals = totals
+        .into_iter()
+        .map(|((account, currency), (sum, n))| {
+            let shown = money(Some(sum), Some(&currency));
+            (account, currency, shown, n)
+        })
+        .collect();
+    html(
+        actix_web::http::StatusCode::OK,
+        &PreviewPage {
+            csrf: csrf_for(&admin, &context),
+            action: form.action.as_str(),
+            lines,
+            totals,
+        },
+    )
+}
+
+#[derive(Template)]
+#[template(path = "held_done.html")]
+struct DonePage {
+    csrf: String,
+    action: &'static str,
+    /// Event, its page, what happened.
+    results: Vec<(String, String, String)>,
+    done: usize,
+}
+
+pub async fn act(
+    admin: PageAdmin,
+    context: Data<Context>,
+    request: HttpRequest,
+    form: Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, ApiError> {
+    let form = BulkForm::parse(form.into_inner())?;
+    check_csrf(&request, &admin, &context, &form.csrf)?;
+    let note = clean_note(form.note)?
+        .ok_or_else(|| ApiError::BadRequest("a note is required: say why".into()))?;
+    let actor = admin.actor();
+    let mut results = Vec::new();
+    let mut done = 0;
+    for (source, event_id) in &form.picks {
+        let configured = context.source(source).map(|s| s.as_ref());
+        let request = operator::Request {
+            action: form.action,
+            source,
+            configured,
+            event_id,
+            actor: &actor,
+            note: Some(&note),
+            // Events the person did not each open: the source's own
+            // policy, as for a guard reset.
+            negative_balance: configured.map_or(NegativeBalance::Allow, |s| s.negative_balance),
+            now: context.clock.now(),
+        };
+        let said = match operator::act(&context.store, &request).await {
+            Ok(outcome) => {
+                done += 1;
+                format!(
+                    "{} (was {})",
+                    outcome.status.as_str(),
+                    outcome.previous_status.as_str()
+                )
+            }
+            Err(error) => format!("left as it was: {error}"),
+        };
+        results.push((event_id.clone(), event_href(source, event_id), said));
+    }
+    tracing::info!(
+        action = form.action.as_str(),
+        done,
+        asked = form.picks.len(),
+        "bulk operator action"
+    );
+    html(
+        actix_web::http::StatusCode::OK,
+        &DonePage {
+            csrf: csrf_for(&admin, &context),
+            action: form.action.as_str(),
+            results,
+            done,
+        },
+    )
+}

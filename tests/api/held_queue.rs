@@ -1,0 +1,146 @@
+//! The held queue's bulk actions: choose events, preview the total change
+//! per account and currency, confirm with a note; each event is applied or
+//! dismissed once, audited, and a resent form moves nothing twice.
+
+use reqwest::StatusCode;
+
+use crate::browser::{csrf_in, login, page, post_form};
+use crate::helpers::*;
+
+async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    for (account, paid) in [("cus_1", 1000), ("cus_2", 2000)] {
+        app.send_ok(&credit_seq(&format!("pay_{account}"), account, paid, 5))
+            .await;
+    }
+    // Late debits: held as stale.
+    app.send_ok(&debit_seq("late_1a", "cus_1", 100, 1)).await;
+    app.send_ok(&debit_seq("late_1b", "cus_1", 200, 2)).await;
+    app.send_ok(&debit_seq("late_2", "cus_2", 50, 1)).await;
+    // A rejected event: it cannot be applied as it stands.
+    let rejected = serde_json::json!({
+        "type": "balance.credit",
+        "data": {"account_id": "cus_2", "amount_minor": -5, "currency": "USD"},
+    });
+    json_with_status(
+        app.deliver_body("demo", "bad_1", rejected.to_string().as_bytes())
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+
+    let cookie = login(&app).await;
+    let queue = page(&app, "/admin/held", &cookie).await;
+    for id in ["late_1a", "late_1b", "late_2", "bad_1"] {
+        assert!(
+            queue.contains(&format!(r#"value="demo:{id}""#)),
+            "{id}: {queue}"
+        );
+    }
+    let csrf = csrf_in(&queue);
+    let mut fields = vec![("csrf", csrf.as_str()), ("action", "apply")];
+    for pick in ["demo:late_1a", "demo:late_1b", "demo:late_2", "demo:bad_1"] {
+        fields.push(("pick", pick));
+    }
+    let preview = post_form(
+        &app,
+        "/admin/held/preview",
+        &cookie,
+        Some(&app.address),
+        &fields,
+    )
+    .await;
+    assert_eq!(preview.status(), StatusCode::OK);
+    let preview = preview.text().await.unwrap();
+    assert!(
+        preview.contains(
+            "<td>cus_1</td><td>USD</td><td class=\"num\">-$3.00</td><td class=\"num\">2</td>"
+        ),
+        "{preview}"
+    );
+    assert!(
+        preview.contains("<td>cus_2</td><td>USD</td><td class=\"num\">-$0.50</td>"),
+        "{preview}"
+    );
+    assert!(
+        preview.contains("only a stale event can be applied"),
+        "{preview}"
+    );
+    assert_eq!(
+        app.balance("cus_1", "USD").await,
+        1000,
+        "a preview changes nothing"
+    );
+    // The confirm form carries only what will be applied.
+    assert!(
+        !preview.contains(r#"name="pick" value="demo:bad_1""#),
+        "{preview}"
+    );
+
+    let mut confirm = vec![("csrf", csrf.as_str()), ("action", "apply")];
+    for pick in ["demo:late_1a", "demo:late_1b", "demo:late_2"] {
+        confirm.push(("pick", pick));
+    }
+    let without_note = post_form(
+        &app,
+        "/admin/held/act",
+        &cookie,
+        Some(&app.address),
+        &confirm,
+    )
+    .await;
+    assert_eq!(without_note.status(), StatusCode::BAD_REQUEST);
+    confirm.push(("note", "late refunds, checked with billing"));
+    let done = post_form(
+        &app,
+        "/admin/held/act",
+        &cookie,
+        Some(&app.address),
+        &confirm,
+    )
+    .await;
+    assert_eq!(done.status(), StatusCode::OK);
+    let done = done.text().await.unwrap();
+    assert!(done.contains("3 of 3 done"), "{done}");
+    assert_eq!(app.balance("cus_1", "USD").await, 700);
+    assert_eq!(app.balance("cus_2", "USD").await, 1950);
+    let audit = app.event("demo", "late_1b").await["audit"].clone();
+    assert_eq!(audit[0]["actor"], "admin (browser)");
+    assert_eq!(audit[0]["note"], "late refunds, checked with billing");
+
+    // The same form again: each event is applied already; nothing moves.
+    let again = post_form(
+        &app,
+        "/admin/held/act",
+        &cookie,
+        Some(&app.address),
+        &confirm,
+    )
+    .await;
+    let again = again.text().await.unwrap();
+    assert!(
+        again.contains("0 of 3 done") && again.contains("left as it was"),
+        "{again}"
+    );
+    assert_eq!(app.balance("cus_1", "USD").await, 700);
+    // Without the session's CSRF token, nothing at all.
+    let forged = [
+        ("csrf", "00"),
+        ("action", "dismiss"),
+        ("pick", "demo:bad_1"),
+        ("note", "x"),
+    ];
+    let refused = post_form(
+        &app,
+        "/admin/held/act",
+        &cookie,
+        Some(&app.address),
+        &forged,
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.event("demo", "bad_1").await["status"], "rejected");
+    app.assert_invariants().await;
+}
+
+both_backends!(a_selection_is_previewed_then_applied_once);

@@ -30,6 +30,8 @@ const LIMIT: i64 = 500;
 #[template(path = "held.html")]
 struct HeldPage {
     csrf: String,
+    /// False for a read-only holder: a list, no actions.
+    can_act: bool,
     events: Vec<(String, EventView)>,
 }
 
@@ -50,6 +52,7 @@ pub async fn held_page(
     html(
         actix_web::http::StatusCode::OK,
         &HeldPage {
+            can_act: !admin.who.read_only,
             csrf: csrf_for(&admin, &context),
             events,
         },

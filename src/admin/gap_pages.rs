@@ -22,6 +22,8 @@ use crate::http::ApiError;
 #[template(path = "gap.html")]
 struct GapPage {
     csrf: String,
+    /// False for a read-only holder: no form.
+    can_act: bool,
     source: String,
     account_id: String,
     gap: Option<GapView>,
@@ -44,6 +46,7 @@ pub async fn gap_page(
         .await?
         .ok_or(ApiError::NotFound("waiting event"))?;
     let page = GapPage {
+        can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),
         source,
         account_id,

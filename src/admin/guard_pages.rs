@@ -25,6 +25,8 @@ const AUDIT_ROWS: i64 = 100;
 #[template(path = "guard.html")]
 struct GuardPage {
     csrf: String,
+    /// False for a read-only holder: no reset form.
+    can_act: bool,
     source: String,
     account_id: String,
     guard: i64,
@@ -60,6 +62,7 @@ pub async fn guard_page(
         .account_audit(&source, &account_id, AUDIT_ROWS)
         .await?;
     let page = GuardPage {
+        can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),
         reset_href: guard_action_href(&source, &account_id, "reset"),
         guard: preview.guard,

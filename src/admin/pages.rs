@@ -39,6 +39,8 @@ struct LoginPage {
 #[template(path = "dashboard.html")]
 struct DashboardPage {
     csrf: String,
+    /// False for a read-only holder: no "Send again".
+    can_act: bool,
     held: Vec<EventView>,
     held_accounts: Vec<HeldAccountView>,
     many_held: i64,
@@ -146,6 +148,7 @@ pub async fn dashboard(
         })
         .collect();
     let page = DashboardPage {
+        can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),
         held_accounts,
         many_held: guards::MANY_HELD,

@@ -139,6 +139,16 @@ async fn a_read_only_session_sees_no_forms_and_cannot_post(backend: Backend) {
     let posted = post_form(&app, apply, &cookie, Some(&app.address), &fields).await;
     assert_eq!(posted.status(), StatusCode::FORBIDDEN);
     assert_eq!(app.balance("acct_1", "USD").await, 1000);
+    // No page offers a read-only holder an action.
+    for path in ["/admin", "/admin/held"] {
+        let html = page(&app, path, &cookie).await;
+        assert!(
+            !html.contains("Preview applying") && !html.contains("Send again"),
+            "{path}"
+        );
+    }
+    let held = page(&app, "/admin/held", &cookie).await;
+    assert!(held.contains("Your admin token is read-only"), "{held}");
     // The cookie's holder cannot be changed: its tag binds the name.
     let promoted = cookie.replacen(".support.", ".admin.", 1);
     let as_admin = post_form(&app, apply, &promoted, Some(&app.address), &fields).await;

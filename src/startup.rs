@@ -257,10 +257,24 @@ impl Application {
         for overflow in self.context.log_budget.roll() {
             tracing::warn!("{}", overflow.describe("window before shutdown"));
         }
-        self.store.close().await;
+        // Idle connections close at once; one still inside a statement (a
+        // SQLite writer in the busy handler, say) is not waited for beyond
+        // the bound: exiting drops it, and its uncommitted transaction rolls
+        // back on both backends, as after a crash.
+        if tokio::time::timeout(POOL_CLOSE_GRACE, self.store.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "a database connection was still busy at exit; its transaction rolls back"
+            );
+        }
         result
     }
 }
+
+/// At exit, how long the pool may take to close its connections.
+const POOL_CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Moves each source's rows into its configured scope before serving, and
 /// says what stayed behind.

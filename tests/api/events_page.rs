@@ -11,9 +11,12 @@ use crate::helpers::*;
 
 /// The event ids a page lists, in order.
 fn listed(html: &str) -> Vec<String> {
-    html.split(r#"class="trunc" title=""#)
+    html.split(r#"<a href="/admin/event?"#)
         .skip(1)
-        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .map(|rest| {
+            let title = &rest[rest.find(r#"title=""#).unwrap() + 7..];
+            title.split('"').next().unwrap().to_owned()
+        })
         .collect()
 }
 

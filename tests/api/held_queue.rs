@@ -30,6 +30,12 @@ async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
     .await;
 
     let cookie = login(&app).await;
+    // The dashboard leads to the queue while anything is held.
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        dashboard.contains(r#"<a href="/admin/held" class="held-queue">"#),
+        "{dashboard}"
+    );
     let queue = page(&app, "/admin/held", &cookie).await;
     for id in ["late_1a", "late_1b", "late_2", "bad_1"] {
         assert!(

@@ -10,7 +10,8 @@ use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, St
 use crate::failures::Failure;
 use crate::ingest::{Outcome, RawDelivery};
 use crate::providers::{
-    Delivery, HeaderSource, MapError, Verified, VerifyError, VerifyPolicy, parse_json,
+    Delivery, HeaderSource, MapError, RecordingHeaders, Verified, VerifyError, VerifyPolicy,
+    parse_json,
 };
 use crate::source::Source;
 use crate::store::StoreError;
@@ -44,8 +45,11 @@ pub async fn receive(
     let source_name = source.name.as_str();
     let started = std::time::Instant::now();
     let now = context.clock.now();
+    // Which headers the scheme reads is kept with the event (the event
+    // page; what a replay maps it with again).
+    let recorded = RecordingHeaders::new(headers);
     let delivery = Delivery {
-        headers,
+        headers: &recorded,
         body,
         received_at: now,
     };
@@ -78,10 +82,13 @@ pub async fn receive(
     // and only a database failure may answer 5xx.
     let payload_sha256 = sha256_hex(body);
     let events = storable_events(source, &verified, &delivery, &payload_sha256);
+    let signature_headers = recorded.to_json();
     let raw = RawDelivery {
         payload: body,
         payload_sha256: &payload_sha256,
         received_at: now,
+        signature_headers: signature_headers.as_deref(),
+        signed_at: verified.timestamp,
     };
     let stored = std::time::Instant::now();
     let outcomes = context.ingestor.ingest(source, &events, &raw).await?;

@@ -10,6 +10,8 @@ use crate::store::{EventDetailRow, LedgerEntryRow};
 pub struct EventDetailView {
     pub summary: EventView,
     pub fields: Vec<(&'static str, String)>,
+    /// The headers the source's scheme read on the first delivery.
+    pub headers: Vec<(String, String)>,
     /// The stored bytes as text, exactly as received: what the SHA-256 and
     /// the signature were computed over.
     pub payload: String,
@@ -71,9 +73,18 @@ pub struct Context {
 impl EventDetailView {
     pub fn new(row: EventDetailRow, context: Context) -> Self {
         let (payload, payload_pretty) = payload(&row);
-        let event = row.event;
+        let headers = row.signature_headers();
         let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        let fields = vec![
+        let signed_at = row
+            .signed_at
+            .map(|at| signed_time(at, row.event.first_received_at));
+        let conflicting = (row.event.conflicts > 0).then(|| {
+            row.conflict_sha256
+                .clone()
+                .unwrap_or_else(|| "not recorded (received before it was kept)".into())
+        });
+        let event = row.event;
+        let mut fields = vec![
             ("Sequence", optional(event.sequence.map(|s| s.to_string()))),
             ("Scope", event.scope.clone()),
             ("Object id", optional(event.object_id.clone())),
@@ -81,8 +92,12 @@ impl EventDetailView {
             ("Occurred at", optional(event.occurred_at.map(time))),
             ("First received", time(event.first_received_at)),
             ("Last received", time(event.last_received_at)),
+            ("Signed at", optional(signed_at)),
             ("Payload SHA-256", event.payload_sha256.clone()),
         ];
+        if let Some(conflicting) = conflicting {
+            fields.push(("Conflicting body SHA-256", conflicting));
+        }
         let credited_by = row
             .credited_by_source
             .as_deref()
@@ -131,6 +146,7 @@ impl EventDetailView {
             dismiss_href,
             summary,
             fields,
+            headers,
             payload,
             payload_pretty,
             reason_now,
@@ -138,6 +154,17 @@ impl EventDetailView {
             entry: context.entry.map(EntryView::from),
             preview,
         }
+    }
+}
+
+/// A signed time and how far it was from the first receipt.
+fn signed_time(at: i64, received: chrono::DateTime<chrono::Utc>) -> String {
+    match chrono::DateTime::from_timestamp(at, 0) {
+        Some(signed) => {
+            let skew = received.timestamp().saturating_sub(at);
+            format!("{} ({skew} s before it was received)", time(signed))
+        }
+        None => at.to_string(),
     }
 }
 

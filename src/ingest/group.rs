@@ -60,6 +60,8 @@ pub(super) struct Work {
     pub payload: Vec<u8>,
     pub payload_sha256: String,
     pub received_at: DateTime<Utc>,
+    pub signature_headers: Option<String>,
+    pub signed_at: Option<i64>,
 }
 
 /// Where deliveries are stored: directly, one transaction each, or through
@@ -113,6 +115,8 @@ impl Ingestor {
             payload: raw.payload.to_vec(),
             payload_sha256: raw.payload_sha256.to_owned(),
             received_at: raw.received_at,
+            signature_headers: raw.signature_headers.map(str::to_owned),
+            signed_at: raw.signed_at,
         };
         jobs.send(Job { work, reply })
             .await

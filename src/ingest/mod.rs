@@ -74,6 +74,11 @@ pub struct RawDelivery<'a> {
     pub payload: &'a [u8],
     pub payload_sha256: &'a str,
     pub received_at: DateTime<Utc>,
+    /// The headers the scheme read, as a JSON object (see
+    /// `RecordingHeaders`).
+    pub signature_headers: Option<&'a str>,
+    /// The time the signature covered, where the scheme signs one.
+    pub signed_at: Option<i64>,
 }
 
 /// What an ordering decision did with a posting.
@@ -262,6 +267,8 @@ fn new_intent<'a>(
         payload_sha256: payload.1,
         payload: payload.0,
         received_at: raw.received_at,
+        signature_headers: raw.signature_headers,
+        signed_at: raw.signed_at,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

@@ -141,6 +141,8 @@ async fn run_all(
             payload: &work.payload,
             payload_sha256: &work.payload_sha256,
             received_at: work.received_at,
+            signature_headers: work.signature_headers.as_deref(),
+            signed_at: work.signed_at,
         };
         let mut outcomes = Vec::with_capacity(work.events.len());
         for event in &work.events {

@@ -41,6 +41,58 @@ impl HeaderSource for HeaderPairs<'_> {
     }
 }
 
+/// Headers that remember which of them a scheme read (and found): what
+/// verified and mapped a delivery, kept with its event. Bounded: at most
+/// [`RecordingHeaders::MAX`] headers of at most [`RecordingHeaders::VALUE_MAX`]
+/// bytes each, whatever a client sends.
+pub struct RecordingHeaders<'a> {
+    inner: &'a dyn HeaderSource,
+    read: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl<'a> RecordingHeaders<'a> {
+    pub const MAX: usize = 16;
+    pub const VALUE_MAX: usize = 2048;
+
+    pub fn new(inner: &'a dyn HeaderSource) -> Self {
+        Self {
+            inner,
+            read: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The headers read, as a JSON object of lowercase name -> value;
+    /// `None` if none was.
+    pub fn to_json(&self) -> Option<String> {
+        let read = self.read.lock().unwrap_or_else(|p| p.into_inner());
+        if read.is_empty() {
+            return None;
+        }
+        let object: serde_json::Map<String, serde_json::Value> = read
+            .iter()
+            .map(|(name, value)| (name.clone(), serde_json::Value::from(value.as_str())))
+            .collect();
+        Some(serde_json::Value::Object(object).to_string())
+    }
+}
+
+impl HeaderSource for RecordingHeaders<'_> {
+    fn raw_header(&self, name: &str) -> Option<&[u8]> {
+        let value = self.inner.raw_header(name)?;
+        let name = name.to_ascii_lowercase();
+        let mut read = self.read.lock().unwrap_or_else(|p| p.into_inner());
+        if read.len() < Self::MAX && !read.iter().any(|(seen, _)| *seen == name) {
+            let kept = &value[..value.len().min(Self::VALUE_MAX)];
+            read.push((name, String::from_utf8_lossy(kept).into_owned()));
+        }
+        Some(value)
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+}
+
 pub struct Delivery<'a> {
     pub headers: &'a dyn HeaderSource,
     pub body: &'a [u8],
@@ -94,6 +146,51 @@ mod tests {
         assert_eq!(
             delivery.required("webhook-id"),
             Err(VerifyError::MissingHeader("webhook-id"))
+        );
+    }
+
+    #[test]
+    fn recording_keeps_each_header_read_once_and_only_those() {
+        let pairs = [
+            ("Stripe-Signature", "t=1,v1=ab"),
+            ("Authorization", "Bearer never-read"),
+            ("X-Long", "x"),
+        ];
+        let headers = HeaderPairs(&pairs);
+        let recorded = RecordingHeaders::new(&headers);
+        assert_eq!(recorded.to_json(), None);
+        let delivery = Delivery {
+            headers: &recorded,
+            body: b"",
+            received_at: DateTime::UNIX_EPOCH,
+        };
+        assert_eq!(delivery.required("stripe-signature"), Ok("t=1,v1=ab"));
+        assert_eq!(delivery.optional("STRIPE-SIGNATURE"), Some("t=1,v1=ab"));
+        assert_eq!(delivery.optional("webhook-id"), None);
+        assert_eq!(
+            recorded.to_json().as_deref(),
+            Some(r#"{"stripe-signature":"t=1,v1=ab"}"#)
+        );
+    }
+
+    #[test]
+    fn recording_is_bounded() {
+        let long = "v".repeat(RecordingHeaders::VALUE_MAX + 10);
+        let names: Vec<String> = (0..RecordingHeaders::MAX + 4)
+            .map(|n| format!("x-{n}"))
+            .collect();
+        let pairs: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), long.as_str())).collect();
+        let headers = HeaderPairs(&pairs);
+        let recorded = RecordingHeaders::new(&headers);
+        for name in &names {
+            assert_eq!(recorded.raw_header(name).map(<[u8]>::len), Some(long.len()));
+        }
+        let json: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&recorded.to_json().unwrap()).unwrap();
+        assert_eq!(json.len(), RecordingHeaders::MAX);
+        assert!(
+            json.values()
+                .all(|v| v.as_str().unwrap().len() == RecordingHeaders::VALUE_MAX)
         );
     }
 }

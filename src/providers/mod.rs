@@ -39,7 +39,7 @@ use serde_json::Value;
 use crate::domain::{AmountFormat, IdError, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 
-pub use delivery::{Delivery, HeaderPairs, HeaderSource};
+pub use delivery::{Delivery, HeaderPairs, HeaderSource, RecordingHeaders};
 pub use json_path::{JsonPath, JsonPathError};
 pub use rules::{Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event};
 pub use strict_json::Ambiguity;

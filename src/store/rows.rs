@@ -73,6 +73,14 @@ pub struct EventDetailRow {
     /// For a `duplicate_effect`: the event that credited the payment.
     pub credited_by_source: Option<String>,
     pub credited_by_event: Option<String>,
+    /// The headers the source's scheme read on the first delivery, as a
+    /// JSON object (none for events stored before they were kept).
+    #[serde(serialize_with = "json_object")]
+    pub signature_headers: Option<String>,
+    /// The time the signature covered (unix seconds), where signed.
+    pub signed_at: Option<i64>,
+    /// The SHA-256 of the latest redelivered body that differed.
+    pub conflict_sha256: Option<String>,
 }
 
 impl EventDetailRow {
@@ -80,6 +88,34 @@ impl EventDetailRow {
     pub fn payload_text(&self) -> Option<&str> {
         std::str::from_utf8(&self.payload).ok()
     }
+}
+
+impl EventDetailRow {
+    /// The headers received, as (name, value) pairs by name.
+    pub fn signature_headers(&self) -> Vec<(String, String)> {
+        let object = self
+            .signature_headers
+            .as_deref()
+            .and_then(|text| {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text).ok()
+            })
+            .unwrap_or_default();
+        object
+            .into_iter()
+            .map(|(name, value)| (name, value.as_str().unwrap_or_default().to_owned()))
+            .collect()
+    }
+}
+
+/// Stored JSON text written out as the JSON it is.
+fn json_object<S: serde::Serializer>(
+    text: &Option<String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let value = text
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
+    serializer.serialize_some(&value)
 }
 
 fn payload_text<S: serde::Serializer>(payload: &[u8], serializer: S) -> Result<S::Ok, S::Error> {

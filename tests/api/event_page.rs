@@ -125,7 +125,84 @@ async fn an_ignored_event_says_what_its_source_maps(backend: Backend) {
     );
 }
 
+async fn the_signature_headers_and_a_conflicting_body_are_shown(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let first = br#"{"type":"balance.credit","data":{"account_id":"acct_1","amount_minor":100,"currency":"USD"}}"#;
+    let signed_at = now().timestamp() - 7;
+    let signed = hookledger::cli::sign_body(
+        "standard-webhooks",
+        &hookledger::secret::Secret::new(DEMO_SECRET),
+        first.to_vec(),
+        "msg_h",
+        signed_at,
+    )
+    .unwrap();
+    let response = app.post_signed("demo", &signed).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let signature = signed
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("webhook-signature"))
+        .map(|(_, value)| value.clone())
+        .unwrap();
+    let cookie = login(&app).await;
+    let detail = page(&app, "/admin/events/demo/msg_h", &cookie).await;
+    for (name, value) in [
+        ("webhook-id", "msg_h".to_owned()),
+        ("webhook-timestamp", signed_at.to_string()),
+        ("webhook-signature", signature.clone()),
+    ] {
+        assert_eq!(
+            unescaped(field(&detail, name)),
+            format!(r#" class="wrap">{value}"#)
+        );
+    }
+    assert!(
+        !detail.contains("<dt>content-type</dt>"),
+        "only what the scheme read: {detail}"
+    );
+    assert!(
+        field(&detail, "Signed at").contains("(7 s before it was received)"),
+        "{detail}"
+    );
+    assert!(!detail.contains("Conflicting body"), "{detail}");
+    let api = app.event("demo", "msg_h").await;
+    assert_eq!(
+        api["signature_headers"]["webhook-signature"],
+        signature.as_str()
+    );
+    assert_eq!(api["signed_at"], signed_at);
+
+    // The same event id with another body: counted, the new hash shown.
+    let second = br#"{"type":"balance.credit","data":{"account_id":"acct_1","amount_minor":999,"currency":"USD"}}"#;
+    assert_eq!(
+        app.deliver_body("demo", "msg_h", second).await.status(),
+        StatusCode::OK
+    );
+    let detail = page(&app, "/admin/events/demo/msg_h", &cookie).await;
+    let second_sha = hookledger::receive::sha256_hex(second);
+    assert!(
+        field(&detail, "Conflicting body SHA-256").contains(&second_sha),
+        "{detail}"
+    );
+    assert!(
+        field(&detail, "Payload SHA-256").contains(&hookledger::receive::sha256_hex(first)),
+        "the original is kept: {detail}"
+    );
+    assert_eq!(
+        app.event("demo", "msg_h").await["conflict_sha256"],
+        second_sha.as_str()
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 100);
+    // The headers are the first delivery's.
+    assert_eq!(
+        unescaped(field(&detail, "webhook-signature")),
+        format!(r#" class="wrap">{signature}"#)
+    );
+}
+
 both_backends!(
+    the_signature_headers_and_a_conflicting_body_are_shown,
     an_apply_is_previewed_then_shown_with_the_new_balance,
     the_payload_is_shown_as_received_and_pretty_beside_it,
     an_ignored_event_says_what_its_source_maps,

@@ -37,6 +37,8 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
         payload_sha256: "00",
         payload: b"{}",
         received_at: Utc::now(),
+        signature_headers: None,
+        signed_at: None,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

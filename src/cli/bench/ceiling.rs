@@ -13,7 +13,7 @@ use super::measure::PhaseResult;
 use super::plan::Planned;
 use crate::domain::NormalisedEvent;
 use crate::ingest::{Ingestor, RawDelivery};
-use crate::providers::{Delivery, HeaderPairs};
+use crate::providers::{Delivery, HeaderPairs, RecordingHeaders};
 use crate::receive::{sha256_hex, storable_events, verify};
 use crate::source::Source;
 
@@ -22,6 +22,9 @@ struct Prepared {
     events: Vec<NormalisedEvent>,
     body: Vec<u8>,
     sha256: String,
+    /// What the server stores with it: the headers read, the signed time.
+    signature_headers: Option<String>,
+    signed_at: Option<i64>,
 }
 
 fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
@@ -32,9 +35,10 @@ fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
         .map(|(n, v)| (*n, v.as_str()))
         .collect();
     let headers = HeaderPairs(&headers);
+    let recorded = RecordingHeaders::new(&headers);
     let now = Utc::now();
     let delivery = Delivery {
-        headers: &headers,
+        headers: &recorded,
         body: &planned.signed.body,
         received_at: now,
     };
@@ -45,6 +49,8 @@ fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
         events: storable_events(source, &verified, &delivery, &sha256),
         body: planned.signed.body.clone(),
         sha256,
+        signature_headers: recorded.to_json(),
+        signed_at: verified.timestamp,
     })
 }
 
@@ -86,6 +92,8 @@ pub async fn run(
                     payload: &ready.body,
                     payload_sha256: &ready.sha256,
                     received_at: Utc::now(),
+                    signature_headers: ready.signature_headers.as_deref(),
+                    signed_at: ready.signed_at,
                 };
                 let began = Instant::now();
                 let outcomes = loop {

@@ -119,6 +119,10 @@ pub struct NewIntent<'a> {
     /// The exact bytes received (or a batch item's own JSON).
     pub payload: &'a [u8],
     pub received_at: DateTime<Utc>,
+    /// The headers its scheme read, as a JSON object.
+    pub signature_headers: Option<&'a str>,
+    /// The time its signature covered (unix seconds).
+    pub signed_at: Option<i64>,
     /// The provider payment this event credits (`reversal` none) or
     /// reverses.
     pub payment_ref: Option<&'a str>,
@@ -186,13 +190,15 @@ const INSERT_INTENT: &str = "
 insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
     payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
-    reversal_total, undoes, partial)
+    reversal_total, undoes, partial, signature_headers, signed_at)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15, $15, $16, $17,
-    $18, $19, $20)
+    $18, $19, $20, $21, $22)
 on conflict (scope, event_id) do update
 set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
         + case when intents.payload_sha256 = excluded.payload_sha256 then 0 else 1 end,
+    conflict_sha256 = case when intents.payload_sha256 = excluded.payload_sha256
+        then intents.conflict_sha256 else excluded.payload_sha256 end,
     last_received_at = excluded.last_received_at
 returning intent_id, status, deliveries, payload_sha256";
 
@@ -246,6 +252,8 @@ impl WriteTx {
             .bind(new.reversal_total)
             .bind(new.undoes)
             .bind(new.partial)
+            .bind(new.signature_headers)
+            .bind(new.signed_at)
             .fetch_one(conn)
             .await)?;
         Ok(if row.deliveries == 1 {

@@ -29,6 +29,7 @@ with no_flush as (select set_config('synchronous_commit', 'off', true) as settin
 update intents
 set deliveries = deliveries + 1,
     conflicts = conflicts + case when payload_sha256 = $3 then 0 else 1 end,
+    conflict_sha256 = case when payload_sha256 = $3 then conflict_sha256 else $3 end,
     last_received_at = $4
 where scope = $1 and event_id = $2 and (select setting from no_flush) = 'off'
 returning status, payload_sha256";

@@ -18,6 +18,7 @@ pub mod operator;
 pub mod outbox;
 pub mod providers;
 pub mod receive;
+pub mod replay;
 pub mod retention;
 pub mod rng;
 pub mod secret;

@@ -280,10 +280,15 @@ pub async fn act_on_event(
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
     let EventRef { source, event_id } = target;
-    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let note = parse_note(&body)?;
     let actor = admin.actor();
+    if action.action == "replay" {
+        let outcome =
+            super::replay::run(&context, &source, &event_id, &actor, note.as_deref()).await?;
+        return Ok(Json(outcome));
+    }
+    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     act(
         &context,
         action,

@@ -32,6 +32,10 @@ pub struct EventDetailView {
     pub entry: Option<EntryView>,
     /// For an event an apply would post: `$12.00 → $13.50`.
     pub preview: Option<String>,
+    /// For a rejected or ignored event: what a replay with the current
+    /// config would do, and whether it would change anything.
+    pub replay: Option<super::replay::Preview>,
+    pub replay_href: String,
 }
 
 /// The ledger entry an event produced.
@@ -68,6 +72,7 @@ pub struct Context {
     /// For an ignored event without a stored reason: the types its source
     /// maps.
     pub ignored_because: Option<String>,
+    pub replay: Option<super::replay::Preview>,
 }
 
 impl EventDetailView {
@@ -111,6 +116,7 @@ impl EventDetailView {
         });
         let apply_href = event_action_href(&event.source, &event.event_id, "apply");
         let dismiss_href = event_action_href(&event.source, &event.event_id, "dismiss");
+        let replay_href = event_action_href(&event.source, &event.event_id, "replay");
         let can_apply = event.status == "stale";
         let preview = match (can_apply, event.amount_minor, event.currency.as_deref()) {
             (true, Some(amount), Some(currency)) => {
@@ -153,7 +159,29 @@ impl EventDetailView {
             earlier_reason,
             entry: context.entry.map(EntryView::from),
             preview,
+            replay: context.replay,
+            replay_href,
         }
+    }
+}
+
+/// The notice after an action on the event page (`done` in the query):
+/// what it did, in money where it posted.
+pub fn done_notice(
+    done: Option<&str>,
+    status: &str,
+    entry: Option<&LedgerEntryRow>,
+) -> Option<String> {
+    match (done, entry) {
+        (Some("apply"), Some(entry)) => Some(format!(
+            "Applied: {} to {}; its balance is now {}.",
+            money(Some(entry.amount_minor), Some(&entry.currency)),
+            entry.account_id,
+            money(Some(entry.balance_after_minor), Some(&entry.currency)),
+        )),
+        (Some("dismiss"), _) => Some("Dismissed: the event will not be applied.".to_owned()),
+        (Some("replay"), entry) => Some(super::replay::done(status, entry)),
+        _ => None,
     }
 }
 

@@ -19,6 +19,7 @@ mod guard_pages;
 mod guards;
 mod outbox;
 mod pages;
+mod replay;
 mod source_view;
 mod target;
 mod throttle;

@@ -13,11 +13,11 @@ use super::api::clean_note;
 use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
-use super::event_view::{Context as EventContext, EventDetailView, ignored_because};
+use super::event_view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::gaps;
 use super::guards;
 use super::target::{EventRef, event_href};
-use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView, money};
+use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView};
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;
@@ -212,16 +212,7 @@ pub async fn event_page(
         .ok_or(ApiError::NotFound("event"))?;
     let audit = context.store.event_audit(&source, &event_id).await?;
     let entry = context.store.event_entry(&source, &event_id).await?;
-    let message = match (flash.done.as_deref(), &entry) {
-        (Some("apply"), Some(entry)) => Some(format!(
-            "Applied: {} to {}; its balance is now {}.",
-            money(Some(entry.amount_minor), Some(&entry.currency)),
-            entry.account_id,
-            money(Some(entry.balance_after_minor), Some(&entry.currency)),
-        )),
-        (Some("dismiss"), _) => Some("Dismissed: the event will not be applied.".to_owned()),
-        _ => None,
-    };
+    let message = done_notice(flash.done.as_deref(), &event.event.status, entry.as_ref());
     let balance_minor = match (&event.event.account_id, &event.event.currency) {
         (Some(account), Some(currency)) if event.event.status == "stale" => context
             .store
@@ -239,6 +230,7 @@ pub async fn event_page(
                 .map(|s| ignored_because(s, &event.event.event_type))
         })
         .flatten();
+    let replay = super::replay::preview(&context, &event);
     let page = EventPage {
         can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),
@@ -248,6 +240,7 @@ pub async fn event_page(
                 entry,
                 balance_minor,
                 ignored_because,
+                replay,
             },
         ),
         audit: audit.into_iter().map(AuditView::from).collect(),
@@ -280,10 +273,13 @@ pub async fn event_action(
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let EventRef { source, event_id } = target;
-    let action = &action.action;
-    let action = Action::parse(action).ok_or(ApiError::NotFound("action"))?;
     let note = clean_note(form.into_inner().note)?;
     let actor = admin.actor();
+    if action.action == "replay" {
+        return super::replay::from_page(&context, &source, &event_id, &actor, note.as_deref())
+            .await;
+    }
+    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     let request = operator::Request {
         action,
         source: &source,

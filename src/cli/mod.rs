@@ -1,5 +1,5 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
-//! `init`, `check-config`, `migrate`, `check`, `events`, `accounts`,
+//! `init`, `check-config`, `migrate`, `check`, `events`, `replay`, `accounts`,
 //! `backup`, `send`, `bench`.
 
 mod banner;
@@ -7,6 +7,7 @@ mod bench;
 mod check_config;
 mod init;
 mod outbox;
+mod replay;
 mod send;
 mod sign;
 mod views;
@@ -65,6 +66,11 @@ pub enum Command {
     /// List stored events, newest first, filtered as on the admin's events
     /// page.
     Events(views::EventsArgs),
+    /// Run stored rejected or ignored events again through the ingest path
+    /// with the current config (after fixing, say, an account_path): one by
+    /// --source and --event-id, or every one by --status. An applied event
+    /// stays applied; each replay is audited.
+    Replay(Box<replay::ReplayArgs>),
     /// One account: its balances, every event for it, and its ledger.
     Accounts {
         /// The account id, as the provider sends it.
@@ -132,6 +138,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         }
         Command::Check => check(load(&cli.config)?).await,
         Command::Events(args) => views::events(load(&cli.config)?, args).await,
+        Command::Replay(args) => replay::run(load(&cli.config)?, *args).await,
         Command::Accounts { account } => views::account(load(&cli.config)?, account).await,
         Command::Backup { path } => {
             let config = load(&cli.config)?;

@@ -127,6 +127,21 @@ impl From<OperatorError> for ApiError {
     }
 }
 
+impl From<crate::replay::ReplayError> for ApiError {
+    fn from(error: crate::replay::ReplayError) -> Self {
+        use crate::replay::ReplayError;
+        match error {
+            ReplayError::NotFound => ApiError::NotFound("event"),
+            ReplayError::NotReplayable(status) => ApiError::WrongStatus {
+                status,
+                wanted: "rejected or ignored event",
+            },
+            ReplayError::Store(e) => e.into(),
+            error => ApiError::Conflict(error.to_string()),
+        }
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {

@@ -34,6 +34,7 @@ mod late;
 mod ledger;
 mod redelivery;
 pub(crate) mod release;
+mod replay;
 mod reverse;
 pub(crate) mod settle;
 mod writer;
@@ -50,6 +51,7 @@ use settle::{Settle, SettleLink, Settled};
 pub use group::{GROUP_MAX, Ingestor};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};
 pub use release::{Released, drain_account};
+pub use replay::{Replay, rerun};
 pub use reverse::{lock_release_guards, release_stranded, release_unmatched};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,7 +354,20 @@ async fn run(
         }
         IntentUpsert::Inserted { intent_id } => intent_id,
     };
-    let decided = match &event.movement {
+    let decided = decide_new(tx, source, event, intent_id, now).await?;
+    Ok(outcome(decided, false, false))
+}
+
+/// Decides an event whose intent this transaction has just written (as
+/// `new_intent` makes it): a new delivery's, or a replay's.
+async fn decide_new(
+    tx: &mut WriteTx,
+    source: &Source,
+    event: &NormalisedEvent,
+    intent_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Decided, StoreError> {
+    Ok(match &event.movement {
         Movement::None => Decided::status(Status::Ignored),
         Movement::Rejected(_) => Decided::status(Status::Rejected),
         Movement::Post(posting) => {
@@ -385,6 +400,5 @@ async fn run(
         Movement::Reverse(request) => {
             reverse::decide(tx, source, event, intent_id, request, now).await?
         }
-    };
-    Ok(outcome(decided, false, false))
+    })
 }

@@ -145,6 +145,13 @@ pub trait Provider: Sync + 'static {
         mapping: &Mapping,
     ) -> Result<Vec<NormalisedEvent>, MapError>;
 
+    /// The bytes a replay maps for an event stored as `stored`: what was
+    /// received, unless the kind stores each event of a batch on its own
+    /// (Adyen), where the item goes back into a delivery of one.
+    fn replay_body(&self, stored: &[u8]) -> Vec<u8> {
+        stored.to_vec()
+    }
+
     /// The body a successful delivery is answered with, where the provider
     /// expects one of its own: (content type, body).
     fn acknowledgement(&self) -> Option<(&'static str, &'static str)> {

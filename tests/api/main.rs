@@ -12,6 +12,7 @@ mod pause;
 mod postgres;
 mod process;
 mod receiver;
+mod replay;
 mod samples;
 
 mod access;

@@ -188,3 +188,33 @@ fn refunds_and_chargebacks_reverse_the_original_payment() {
         "a failed refund moves nothing"
     );
 }
+
+#[test]
+fn a_stored_item_replays_as_the_same_event() {
+    let mut refund = sample(Some("REFUND"));
+    refund.event_id = "e2".into();
+    let payloads: Vec<Value> = [sample(None), refund]
+        .iter()
+        .map(|s| serde_json::from_slice::<Value>(&Adyen.sample_body(s)).unwrap())
+        .collect();
+    let batch = json!({"live": "false", "notificationItems": payloads
+        .iter()
+        .map(|p| p["notificationItems"][0].clone())
+        .collect::<Vec<_>>()});
+    let mapping = testing::mapping(&Adyen);
+    let verified = testing::verified(None, None);
+    let events = testing::normalise_all(&Adyen, &verified, &[], &batch, &mapping).unwrap();
+    assert_eq!(events.len(), 2);
+    for event in events {
+        let stored = event.payload.as_deref().unwrap().as_bytes();
+        let body: Value = serde_json::from_slice(&Adyen.replay_body(stored)).unwrap();
+        let again = testing::normalise_all(&Adyen, &verified, &[], &body, &mapping).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].event_id, event.event_id);
+        assert_eq!(again[0].movement, event.movement);
+        assert_eq!(again[0].payload, event.payload, "stored the same way");
+    }
+    // A whole delivery (stored unreadable) is mapped as it came.
+    let whole = body(&[vector_item()]);
+    assert_eq!(Adyen.replay_body(&whole), whole);
+}

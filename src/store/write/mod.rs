@@ -68,6 +68,7 @@ mod balances;
 mod ordering;
 mod payments;
 mod redelivery;
+mod rewrite;
 mod scope;
 
 pub use audit::NewAudit;

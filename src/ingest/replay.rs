@@ -1,0 +1,82 @@
+//! A replay's transaction: a stored event, mapped again with the source's
+//! current config (see `crate::replay`), decided by the same path as a new
+//! delivery, with its audit row.
+//!
+//! Why it is safe: the first statement takes the event only if it is still
+//! in the status the replay saw (`rejected` or `ignored`, neither of which
+//! ever posted), and rewrites it there and then (`WriteTx::rewrite_intent`);
+//! everything after is what a first delivery of the event would run, in
+//! this one transaction. So an applied event stays applied, of two replays
+//! (or a replay and a dismiss) at once exactly one acts, and a replayed
+//! event posts at most once: the ledger's unique `intent_id` and
+//! (source, event_id) keys hold as for any posting.
+
+use chrono::{DateTime, Utc};
+
+use super::{Outcome, RawDelivery, decide_new, event_payload, new_intent};
+use crate::domain::{Movement, NormalisedEvent, Status};
+use crate::source::Source;
+use crate::store::{NewAudit, Store, StoreError};
+
+/// One replay as asked: the event as mapped now, what was stored, and who
+/// asks.
+pub struct Replay<'a> {
+    pub source: &'a Source,
+    /// The stored event, mapped again with the current config.
+    pub event: &'a NormalisedEvent,
+    /// What the event was stored with: its bytes, digest, first receipt,
+    /// headers and signed time (kept as they are).
+    pub stored: &'a RawDelivery<'a>,
+    /// The status the replay saw, and may start from.
+    pub from: Status,
+    pub actor: &'a str,
+    pub note: Option<&'a str>,
+    pub now: DateTime<Utc>,
+}
+
+/// Decides the event again; `None` if it is no longer in `from` (nothing
+/// was written).
+pub async fn rerun(store: &Store, replay: &Replay<'_>) -> Result<Option<Outcome>, StoreError> {
+    let Replay {
+        source,
+        event,
+        stored,
+        from,
+        now,
+        ..
+    } = *replay;
+    let (body, sha256) = event_payload(event, stored);
+    let intent = new_intent(source, event, stored, (body, &sha256));
+    // A held event the replay posts keeps its old reason as its history
+    // (the event page's "Held before"); any other outcome says its own.
+    let keep_reason = matches!(event.movement, Movement::Post(_));
+    let mut tx = store.begin().await?;
+    let Some(intent_id) = tx.rewrite_intent(&intent, from, keep_reason, now).await? else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let decided = decide_new(&mut tx, source, event, intent_id, now).await?;
+    let detail = format!("replayed with the current config: now {}", decided.status);
+    tx.insert_audit(&NewAudit {
+        action: "replay",
+        source: source.name.as_str(),
+        event_id: Some(event.event_id.as_str()),
+        account_id: None,
+        previous_status: from,
+        actor: replay.actor,
+        note: replay.note,
+        detail: Some(&detail),
+        created_at: now,
+    })
+    .await?;
+    tx.commit().await?;
+    Ok(Some(Outcome {
+        event_id: event.event_id.clone(),
+        status: decided.status,
+        duplicate: false,
+        conflict: false,
+        late: decided.late,
+        released: decided.released,
+        backlog: decided.backlog,
+    }))
+}

@@ -1,0 +1,228 @@
+//! Replay: a stored, already-verified event run again through the ingest
+//! path with the source's current config, after a config fix (a corrected
+//! `account_path`, a type now mapped). `hookledger replay` and the event
+//! page's Replay both come here.
+//!
+//! The signature is not checked again: it was when the delivery arrived,
+//! and these are its stored bytes (a signed time is long outside any
+//! tolerance by now, and the secret may have rotated since). The event is
+//! mapped from those bytes, the headers its scheme read and its signed
+//! time, exactly as the first delivery was, and must come out as the same
+//! event id. Only `rejected` and `ignored` events are replayed: they never
+//! posted. The transaction (see `ingest::rerun`) re-checks the status in
+//! the statement that takes the event, so an applied event stays applied
+//! and a held one is applied at most once.
+
+use crate::domain::{Direction, Movement, NormalisedEvent, Status, money};
+use crate::ingest::{Outcome, RawDelivery, Replay, rerun};
+use crate::providers::{Delivery, HeaderPairs, Verified};
+use crate::source::Source;
+use crate::store::{EventDetailRow, Store, StoreError};
+
+/// The statuses a replay may start from.
+pub const REPLAYABLE: [Status; 2] = [Status::Rejected, Status::Ignored];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("no such event")]
+    NotFound,
+    #[error(
+        "event is {0}; only a rejected or ignored event is replayed (an applied one stays applied)"
+    )]
+    NotReplayable(Status),
+    #[error("source {0} is not configured now; nothing maps its events")]
+    Unconfigured(String),
+    #[error("its payload was purged (retention): there is nothing to replay")]
+    Purged,
+    #[error(
+        "the event was stored in scope {stored}, and its source's scope is {now} now: replaying it could apply an event id twice"
+    )]
+    ScopeChanged { stored: String, now: String },
+    #[error("with the current config its payload maps to {0}, not to this event: not replayed")]
+    OtherEvent(String),
+    #[error("the event changed while this replay ran: it is {0} now; look at it again")]
+    Changed(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where a replay starts: a stored event as read, with its status.
+pub struct Stored {
+    row: EventDetailRow,
+    status: Status,
+}
+
+impl Stored {
+    /// The event, if it may be replayed: stored, replayable, with its
+    /// payload.
+    pub fn new(row: EventDetailRow) -> Result<Self, ReplayError> {
+        let status: Status = row
+            .event
+            .status
+            .parse()
+            .map_err(|e| StoreError::Corrupt(format!("intents.status: {e}")))?;
+        if !REPLAYABLE.contains(&status) {
+            return Err(ReplayError::NotReplayable(status));
+        }
+        if row.payload_purged_at.is_some() {
+            return Err(ReplayError::Purged);
+        }
+        Ok(Self { row, status })
+    }
+
+    pub async fn load(store: &Store, source: &str, event_id: &str) -> Result<Self, ReplayError> {
+        let row = store
+            .event(source, event_id)
+            .await?
+            .ok_or(ReplayError::NotFound)?;
+        Self::new(row)
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    fn raw(&self) -> RawDelivery<'_> {
+        RawDelivery {
+            payload: &self.row.payload,
+            payload_sha256: &self.row.event.payload_sha256,
+            received_at: self.row.event.first_received_at,
+            signature_headers: self.row.signature_headers.as_deref(),
+            signed_at: self.row.signed_at,
+        }
+    }
+}
+
+/// The stored event as `source`'s current config maps it.
+pub fn map(source: &Source, stored: &Stored) -> Result<NormalisedEvent, ReplayError> {
+    let event = &stored.row.event;
+    if event.scope != source.scope {
+        return Err(ReplayError::ScopeChanged {
+            stored: event.scope.clone(),
+            now: source.scope.clone(),
+        });
+    }
+    let headers = stored.row.signature_headers();
+    let pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let headers = HeaderPairs(&pairs);
+    let body = source.provider.replay_body(&stored.row.payload);
+    let delivery = Delivery {
+        headers: &headers,
+        body: &body,
+        received_at: event.first_received_at,
+    };
+    // What verifying it proved then: the signed time, and the event id
+    // where the scheme signs it outside the body (the stored one).
+    let verified = Verified {
+        key_index: 0,
+        timestamp: stored.row.signed_at,
+        event_id: Some(event.event_id.clone()),
+    };
+    let digest = crate::receive::sha256_hex(&body);
+    let events = crate::receive::storable_events(source, &verified, &delivery, &digest);
+    let ids: Vec<String> = events
+        .iter()
+        .map(|e| e.event_id.as_str().to_owned())
+        .collect();
+    events
+        .into_iter()
+        .find(|e| e.event_id.as_str() == event.event_id)
+        .ok_or_else(|| ReplayError::OtherEvent(ids.join(", ")))
+}
+
+/// What the event does as mapped now, for a person deciding to replay it:
+/// "a credit of $12.00 to acct_1", "still rejected: ...".
+pub fn describe(event: &NormalisedEvent) -> String {
+    let effect = |direction: Direction| match direction {
+        Direction::Credit => "a credit",
+        Direction::Debit => "a debit",
+    };
+    match &event.movement {
+        Movement::None => format!(
+            "{} moves no money with the current config: it would stay ignored",
+            event.event_type
+        ),
+        Movement::Rejected(rejection) => {
+            format!(
+                "still rejected with the current config: {}",
+                rejection.reason
+            )
+        }
+        Movement::Post(posting) => format!(
+            "{} of {} to {}",
+            effect(posting.direction),
+            money(
+                Some(posting.amount.minor()),
+                Some(&posting.currency.to_string())
+            ),
+            posting.account.as_str()
+        ),
+        Movement::Reverse(request) => format!(
+            "{} of {} against payment {}",
+            effect(request.direction),
+            money(
+                Some(request.amount.minor()),
+                Some(&request.currency.to_string())
+            ),
+            request.reversal.payment_ref
+        ),
+    }
+}
+
+/// Who replays, and why.
+pub struct Asked<'a> {
+    pub actor: &'a str,
+    pub note: Option<&'a str>,
+    pub now: chrono::DateTime<chrono::Utc>,
+}
+
+/// Whether `event`, as mapped now, is what is stored: still ignored, or
+/// still rejected for the same reason. Replaying it would change nothing.
+pub fn unchanged(stored: &Stored, event: &NormalisedEvent) -> bool {
+    match (&event.movement, stored.status) {
+        (Movement::None, Status::Ignored) => true,
+        (Movement::Rejected(rejection), Status::Rejected) => {
+            stored.row.event.reason.as_deref() == Some(rejection.reason.as_str())
+        }
+        _ => false,
+    }
+}
+
+/// Maps the stored event again and decides it in one transaction with its
+/// audit row; `None` if the current config maps it as it is stored (see
+/// [`unchanged`]): nothing is written.
+pub async fn replay(
+    store: &Store,
+    source: &Source,
+    stored: &Stored,
+    asked: &Asked<'_>,
+) -> Result<Option<Outcome>, ReplayError> {
+    let event = map(source, stored)?;
+    if unchanged(stored, &event) {
+        return Ok(None);
+    }
+    let raw = stored.raw();
+    let replay = Replay {
+        source,
+        event: &event,
+        stored: &raw,
+        from: stored.status,
+        actor: asked.actor,
+        note: asked.note,
+        now: asked.now,
+    };
+    match rerun(store, &replay).await? {
+        Some(outcome) => Ok(Some(outcome)),
+        // Another action took it first; say where it is now.
+        None => {
+            let event = &stored.row.event;
+            let now = store.event(&event.source, &event.event_id).await?;
+            Err(ReplayError::Changed(
+                now.map_or_else(|| "gone".to_owned(), |row| row.event.status),
+            ))
+        }
+    }
+}

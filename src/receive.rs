@@ -89,6 +89,7 @@ pub async fn receive(
         received_at: now,
         signature_headers: signature_headers.as_deref(),
         signed_at: verified.timestamp,
+        signed_event_id: verified.event_id.as_deref(),
     };
     let stored = std::time::Instant::now();
     let outcomes = context.ingestor.ingest(source, &events, &raw).await?;

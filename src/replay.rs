@@ -15,7 +15,7 @@
 
 use crate::domain::{Direction, Movement, NormalisedEvent, Status, money};
 use crate::ingest::{Outcome, RawDelivery, Replay, rerun};
-use crate::providers::{Delivery, HeaderPairs, Verified};
+use crate::providers::{Ambiguity, Delivery, HeaderPairs, Verified};
 use crate::source::Source;
 use crate::store::{EventDetailRow, Store, StoreError};
 
@@ -34,6 +34,10 @@ pub enum ReplayError {
     Unconfigured(String),
     #[error("its payload was purged (retention): there is nothing to replay")]
     Purged,
+    #[error(
+        "it was rejected because its signed body can be read more than one way; no config makes that safe to apply"
+    )]
+    Ambiguous,
     #[error(
         "the event was stored in scope {stored}, and its source's scope is {now} now: replaying it could apply an event id twice"
     )]
@@ -67,6 +71,14 @@ impl Stored {
         if row.payload_purged_at.is_some() {
             return Err(ReplayError::Purged);
         }
+        if row
+            .event
+            .reason
+            .as_deref()
+            .is_some_and(Ambiguity::names_one)
+        {
+            return Err(ReplayError::Ambiguous);
+        }
         Ok(Self { row, status })
     }
 
@@ -89,6 +101,7 @@ impl Stored {
             received_at: self.row.event.first_received_at,
             signature_headers: self.row.signature_headers.as_deref(),
             signed_at: self.row.signed_at,
+            signed_event_id: self.row.signed_event_id.as_deref(),
         }
     }
 }
@@ -114,12 +127,14 @@ pub fn map(source: &Source, stored: &Stored) -> Result<NormalisedEvent, ReplayEr
         body: &body,
         received_at: event.first_received_at,
     };
-    // What verifying it proved then: the signed time, and the event id
-    // where the scheme signs it outside the body (the stored one).
+    // What verifying it proved then, as stored: the signed time, and the
+    // event id where the scheme signs one outside the body (none for an
+    // event stored before they were kept: a kind that needs it then maps
+    // no id, and the replay is refused below).
     let verified = Verified {
         key_index: 0,
         timestamp: stored.row.signed_at,
-        event_id: Some(event.event_id.clone()),
+        event_id: stored.row.signed_event_id.clone(),
     };
     let digest = crate::receive::sha256_hex(&body);
     let events = crate::receive::storable_events(source, &verified, &delivery, &digest);

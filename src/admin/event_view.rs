@@ -181,6 +181,9 @@ pub fn done_notice(
         )),
         (Some("dismiss"), _) => Some("Dismissed: the event will not be applied.".to_owned()),
         (Some("replay"), entry) => Some(super::replay::done(status, entry)),
+        (Some("replay_unchanged"), _) => {
+            Some("Not replayed: the current config maps this event as it is stored.".to_owned())
+        }
         _ => None,
     }
 }

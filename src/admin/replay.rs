@@ -106,11 +106,16 @@ pub async fn from_page(
     note: Option<&str>,
 ) -> Result<HttpResponse, ApiError> {
     let note = note.ok_or_else(|| ApiError::BadRequest("a note is required to replay".into()))?;
-    run(context, source, event_id, actor, Some(note)).await?;
+    let outcome = run(context, source, event_id, actor, Some(note)).await?;
+    let done = if outcome["changed"] == true {
+        "replay"
+    } else {
+        "replay_unchanged"
+    };
     Ok(HttpResponse::SeeOther()
         .insert_header((
             actix_web::http::header::LOCATION,
-            format!("{}&done=replay", event_href(source, event_id)),
+            format!("{}&done={done}", event_href(source, event_id)),
         ))
         .finish())
 }

@@ -52,6 +52,8 @@ struct Tally {
 }
 
 pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
+    let store = connect_store(&config).await.map_err(StartupError::from)?;
+    store.migrate().await.map_err(StartupError::from)?;
     let targets = match (&args.event_id, &args.source, &args.status) {
         (Some(event_id), Some(source), None) => vec![(source.clone(), event_id.clone())],
         (Some(_), None, _) => {
@@ -64,7 +66,6 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
                     "--status {status}: only rejected or ignored events are replayed"
                 )));
             }
-            let store = open(&config).await?;
             collect(&store, status, args.source.as_deref(), args.since).await?
         }
         _ => {
@@ -73,7 +74,6 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
             ));
         }
     };
-    let store = open(&config).await?;
     let note = args
         .note
         .as_deref()
@@ -88,7 +88,7 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
             .find(|s| s.name.as_str() == source_name)
         {
             None => Err(ReplayError::Unconfigured(source_name.clone())),
-            Some(source) => one(&store, source, event_id, args.dry_run, note).await,
+            Some(source) => retried(&store, source, event_id, args.dry_run, note).await,
         };
         match line {
             Ok((text, changed)) => {
@@ -126,6 +126,32 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
         }
     );
     Ok(())
+}
+
+/// Tries of one event whose transaction failed transiently (a deadlock
+/// with a redelivery, a serialisation failure, a restarting database):
+/// nothing of a failed try stays.
+const TRIES: u32 = 3;
+
+/// [`one`], tried again after a transient database error.
+async fn retried(
+    store: &Store,
+    source: &Source,
+    event_id: &str,
+    dry_run: bool,
+    note: Option<&str>,
+) -> Result<(String, bool), ReplayError> {
+    let mut tried = 1;
+    loop {
+        match one(store, source, event_id, dry_run, note).await {
+            Err(ReplayError::Store(error)) if error.is_transient() && tried < TRIES => {
+                tracing::warn!(event_id, "replay: {error}; trying again");
+                tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tried))).await;
+                tried += 1;
+            }
+            answer => return answer,
+        }
+    }
 }
 
 /// One event: mapped and described (dry run), or replayed; the line to
@@ -190,10 +216,4 @@ async fn collect(
     // each meets the sequence guards as it would have.
     found.reverse();
     Ok(found)
-}
-
-async fn open(config: &Config) -> Result<Store, CliError> {
-    let store = connect_store(config).await.map_err(StartupError::from)?;
-    store.migrate().await.map_err(StartupError::from)?;
-    Ok(store)
 }

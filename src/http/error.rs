@@ -136,6 +136,7 @@ impl From<crate::replay::ReplayError> for ApiError {
                 status,
                 wanted: "rejected or ignored event",
             },
+            ReplayError::Unconfigured(source) => ApiError::UnknownSource(source),
             ReplayError::Store(e) => e.into(),
             error => ApiError::Conflict(error.to_string()),
         }

@@ -62,6 +62,7 @@ pub(super) struct Work {
     pub received_at: DateTime<Utc>,
     pub signature_headers: Option<String>,
     pub signed_at: Option<i64>,
+    pub signed_event_id: Option<String>,
 }
 
 /// Where deliveries are stored: directly, one transaction each, or through
@@ -117,6 +118,7 @@ impl Ingestor {
             received_at: raw.received_at,
             signature_headers: raw.signature_headers.map(str::to_owned),
             signed_at: raw.signed_at,
+            signed_event_id: raw.signed_event_id.map(str::to_owned),
         };
         jobs.send(Job { work, reply })
             .await

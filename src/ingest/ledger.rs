@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{NewLedgerEntry, StoreError, WriteTx};
+use crate::store::{NewPosting, StoreError, WriteTx};
 
 /// A balance movement about to be posted, by ingest, a release or an operator.
 #[derive(Debug, Clone, Copy)]
@@ -30,15 +30,7 @@ pub(crate) async fn post_to_ledger(
     credits_payment: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<i64, StoreError> {
-    let (balance_after_minor, account_seq) = tx
-        .upsert_balance(
-            posting.account_id,
-            posting.currency,
-            posting.amount_minor,
-            now,
-        )
-        .await?;
-    let entry = NewLedgerEntry {
+    tx.post(&NewPosting {
         intent_id: posting.intent_id,
         credits_payment,
         source: posting.source,
@@ -46,13 +38,9 @@ pub(crate) async fn post_to_ledger(
         account_id: posting.account_id,
         currency: posting.currency,
         amount_minor: posting.amount_minor,
-        balance_after_minor,
-        account_seq,
         object_id: posting.object_id,
         operator_applied: posting.operator_applied,
         created_at: now,
-    };
-    tx.insert_ledger_entry(&entry).await?;
-    tx.enqueue_posting(&entry).await?;
-    Ok(balance_after_minor)
+    })
+    .await
 }

@@ -81,6 +81,9 @@ pub struct RawDelivery<'a> {
     pub signature_headers: Option<&'a str>,
     /// The time the signature covered, where the scheme signs one.
     pub signed_at: Option<i64>,
+    /// The event id the signature covered outside the body, where the
+    /// scheme signs one.
+    pub signed_event_id: Option<&'a str>,
 }
 
 /// What an ordering decision did with a posting.
@@ -271,6 +274,7 @@ fn new_intent<'a>(
         received_at: raw.received_at,
         signature_headers: raw.signature_headers,
         signed_at: raw.signed_at,
+        signed_event_id: raw.signed_event_id,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

@@ -6,10 +6,12 @@
 //! in the status the replay saw (`rejected` or `ignored`, neither of which
 //! ever posted), and rewrites it there and then (`WriteTx::rewrite_intent`);
 //! everything after is what a first delivery of the event would run, in
-//! this one transaction. So an applied event stays applied, of two replays
-//! (or a replay and a dismiss) at once exactly one acts, and a replayed
-//! event posts at most once: the ledger's unique `intent_id` and
-//! (source, event_id) keys hold as for any posting.
+//! this one transaction. So an applied event stays applied; of two replays
+//! (or a replay and a dismiss) that start from the same status, one acts
+//! and the other finds the status changed (two replays that each leave the
+//! event rejected both run, and post nothing); and a replayed event posts
+//! at most once: the ledger's unique `intent_id` and (source, event_id)
+//! keys hold as for any posting.
 
 use chrono::{DateTime, Utc};
 

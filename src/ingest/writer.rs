@@ -143,6 +143,7 @@ async fn run_all(
             received_at: work.received_at,
             signature_headers: work.signature_headers.as_deref(),
             signed_at: work.signed_at,
+            signed_event_id: work.signed_event_id.as_deref(),
         };
         let mut outcomes = Vec::with_capacity(work.events.len());
         for event in &work.events {

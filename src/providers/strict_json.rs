@@ -48,6 +48,20 @@ impl fmt::Display for Ambiguity {
     }
 }
 
+impl Ambiguity {
+    /// Whether `reason` is one an ambiguity wrote (an event is rejected
+    /// with it): such an event is never applied, not even by a replay,
+    /// which may see only a batch item re-serialised without the ambiguity.
+    pub fn names_one(reason: &str) -> bool {
+        [
+            "the signed body has the key ",
+            "the signed body has a number out of range at ",
+        ]
+        .iter()
+        .any(|prefix| reason.starts_with(prefix))
+    }
+}
+
 /// State shared by the nodes of one parse. The path of an ambiguity is
 /// built on the way back up, only once one is found, so a body without one
 /// costs no path bookkeeping per key or element.

@@ -33,8 +33,8 @@ pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,
 };
 pub use write::{
-    Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, Parked, PaymentCredit,
-    PaymentRow, Redelivered, Rescoped, UnmatchedRow, WriteTx,
+    Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
+    PaymentCredit, PaymentRow, Redelivered, Rescoped, UnmatchedRow, WriteTx,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

@@ -41,7 +41,7 @@ const HELD_QUEUE: &str = concat!(
 const EVENT_DETAIL: &str = concat!(
     "select ",
     event_columns!(),
-    ", payload, payload_purged_at, signature_headers, signed_at, conflict_sha256,
+    ", payload, payload_purged_at, signature_headers, signed_at, signed_event_id, conflict_sha256,
     (select c.source from payments p join intents c on c.intent_id = p.credited_by
      where intents.status = 'duplicate_effect' and p.scope = intents.scope
          and p.payment_ref = intents.payment_ref) as credited_by_source,

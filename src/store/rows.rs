@@ -79,6 +79,8 @@ pub struct EventDetailRow {
     pub signature_headers: Option<String>,
     /// The time the signature covered (unix seconds), where signed.
     pub signed_at: Option<i64>,
+    /// The event id the signature covered outside the body, where signed.
+    pub signed_event_id: Option<String>,
     /// The SHA-256 of the latest redelivered body that differed.
     pub conflict_sha256: Option<String>,
 }

@@ -13,6 +13,7 @@ mod postgres;
 mod process;
 mod receiver;
 mod replay;
+mod replay_refusals;
 mod samples;
 
 mod access;

@@ -39,6 +39,7 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
         received_at: Utc::now(),
         signature_headers: None,
         signed_at: None,
+        signed_event_id: None,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

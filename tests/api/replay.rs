@@ -38,7 +38,7 @@ token = "support-token-0123456789"
 read_only = true
 "#;
 
-async fn replay_api(app: &TestApp, event_id: &str) -> (StatusCode, Value) {
+pub(crate) async fn replay_api(app: &TestApp, event_id: &str) -> (StatusCode, Value) {
     let response = app
         .admin_post(
             &format!("/admin/api/events/shop/{event_id}/replay"),
@@ -51,7 +51,7 @@ async fn replay_api(app: &TestApp, event_id: &str) -> (StatusCode, Value) {
 
 /// Two instances on one database: the first with the wrong config, the
 /// second (where replays run) with the fixed one.
-async fn before_and_after(backend: Backend) -> (TestApp, TestApp) {
+pub(crate) async fn before_and_after(backend: Backend) -> (TestApp, TestApp) {
     let wrong = TestApp::spawn_with(
         backend,
         Options {

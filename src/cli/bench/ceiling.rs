@@ -25,6 +25,7 @@ struct Prepared {
     /// What the server stores with it: the headers read, the signed time.
     signature_headers: Option<String>,
     signed_at: Option<i64>,
+    signed_event_id: Option<String>,
 }
 
 fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
@@ -51,6 +52,7 @@ fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
         sha256,
         signature_headers: recorded.to_json(),
         signed_at: verified.timestamp,
+        signed_event_id: verified.event_id.clone(),
     })
 }
 
@@ -94,6 +96,7 @@ pub async fn run(
                     received_at: Utc::now(),
                     signature_headers: ready.signature_headers.as_deref(),
                     signed_at: ready.signed_at,
+                    signed_event_id: ready.signed_event_id.as_deref(),
                 };
                 let began = Instant::now();
                 let outcomes = loop {

@@ -108,3 +108,17 @@ fn invalid_json_is_still_an_error() {
     assert!(parse(b"{\"a\": 1} trailing").is_err());
     assert!(parse(b"{\"a\": 1e400").is_err());
 }
+
+#[test]
+fn every_ambiguity_is_recognised_by_its_reason() {
+    for ambiguity in [
+        Ambiguity::DuplicateKey("data.amount".into()),
+        Ambiguity::NumberOutOfRange {
+            path: "data.amount".into(),
+            number: "1e999".into(),
+        },
+    ] {
+        assert!(Ambiguity::names_one(&ambiguity.to_string()), "{ambiguity}");
+    }
+    assert!(!Ambiguity::names_one("no account id at data.account_id"));
+}

@@ -67,6 +67,7 @@ mod audit;
 mod balances;
 mod ordering;
 mod payments;
+mod posting;
 mod redelivery;
 mod rewrite;
 mod scope;
@@ -74,6 +75,7 @@ mod scope;
 pub use audit::NewAudit;
 pub use ordering::Parked;
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
+pub use posting::NewPosting;
 pub use redelivery::Redelivered;
 pub use scope::Rescoped;
 
@@ -124,6 +126,8 @@ pub struct NewIntent<'a> {
     pub signature_headers: Option<&'a str>,
     /// The time its signature covered (unix seconds).
     pub signed_at: Option<i64>,
+    /// The event id its signature covered outside the body.
+    pub signed_event_id: Option<&'a str>,
     /// The provider payment this event credits (`reversal` none) or
     /// reverses.
     pub payment_ref: Option<&'a str>,
@@ -191,9 +195,9 @@ const INSERT_INTENT: &str = "
 insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
     payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
-    reversal_total, undoes, partial, signature_headers, signed_at)
+    reversal_total, undoes, partial, signature_headers, signed_at, signed_event_id)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15, $15, $16, $17,
-    $18, $19, $20, $21, $22)
+    $18, $19, $20, $21, $22, $23)
 on conflict (scope, event_id) do update
 set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
@@ -255,6 +259,7 @@ impl WriteTx {
             .bind(new.partial)
             .bind(new.signature_headers)
             .bind(new.signed_at)
+            .bind(new.signed_event_id)
             .fetch_one(conn)
             .await)?;
         Ok(if row.deliveries == 1 {

@@ -8,10 +8,11 @@ use super::{NewIntent, StoreError, WriteTx};
 use crate::domain::Status;
 
 /// The test and the change are one statement, as in `CLAIM_INTENT`: of two
-/// concurrent replays (or a replay and a dismiss), PostgreSQL makes the
-/// second wait for the first's row lock and then re-evaluates `status = $18`
-/// on the committed row, so exactly one gets the row back; SQLite runs one
-/// writer at a time. What identifies the event (source, scope, event id)
+/// concurrent replays (or a replay and a dismiss) from one status,
+/// PostgreSQL makes the second wait for the first's row lock and then
+/// re-evaluates `status = $18` on the committed row, so it gets the row
+/// back only if the first left it in that status; SQLite runs one writer
+/// at a time. What identifies the event (source, scope, event id)
 /// and what was received (payload, its digest, headers, times, counts) is
 /// never changed. `$5` keeps the stored reason (as the history of a held
 /// event a replay now posts) instead of writing `$6`.

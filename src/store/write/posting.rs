@@ -1,0 +1,136 @@
+//! A posting's writes: the balance moved in place, its ledger entry, and
+//! its `ledger.posted` message for each destination that takes it. SQLite
+//! runs them as three statements (each is a call into the database in this
+//! process); PostgreSQL as one statement of data-modifying CTEs, which
+//! saves two round trips per posting.
+
+use chrono::{DateTime, Utc};
+
+use super::{NewLedgerEntry, StoreError, TxConn, WriteTx};
+use crate::domain::MessageType;
+
+/// The three writes of a posting in one statement, each exactly as its own
+/// statement is (`UPSERT_BALANCE`, `INSERT_LEDGER_ENTRY`, `ENQUEUE_POSTING`:
+/// keep them in step). Why it is as safe as the three: the balance update
+/// takes the row lock and adds in place, and out of range returns no row;
+/// the entry is inserted from the balance's returned row only, so with no
+/// row nothing is written and the caller fails the transaction; the unique
+/// keys of the ledger fail the whole statement as they failed the insert;
+/// the messages join the entry's returned row to the intent this
+/// transaction wrote, one per destination in `$12` (none for an empty
+/// list), doing nothing on a conflict. PostgreSQL runs every data-modifying
+/// CTE to completion whether or not the outer query reads it.
+const POST_PG: &str = "
+with balance as (
+    insert into balances (account_id, currency, balance_minor, updated_at, postings)
+    values ($1, $2, $3, $4, 1)
+    on conflict (account_id, currency) do update
+    set balance_minor = balances.balance_minor + excluded.balance_minor,
+        updated_at = excluded.updated_at,
+        postings = balances.postings + 1
+    where balances.balance_minor + excluded.balance_minor
+        between -4611686018427387904 and 4611686018427387904
+    returning balance_minor, postings
+), entry as (
+    insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
+        balance_after_minor, object_id, operator_applied, created_at, credits_payment,
+        account_seq)
+    select $5, $6, $7, $1, $2, $3, balance_minor, $8, $9, $4, $10, postings from balance
+    returning intent_id, balance_after_minor, account_seq
+), message as (
+    insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
+        event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
+        object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
+        created_at)
+    select d.destination, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applied',
+        $1, $2, $3, e.balance_after_minor, e.account_seq, $8, i.occurred_at, $4, $9,
+        'pending', 0, 0, $4
+    from entry e
+    join intents i on i.intent_id = e.intent_id
+    cross join unnest($12::text[]) as d(destination)
+    on conflict (destination, message_id) do nothing
+)
+select balance_minor, postings from balance";
+
+/// A balance movement to write: what the ledger entry records.
+pub struct NewPosting<'a> {
+    pub intent_id: i64,
+    /// The payment row (`payments.payment_id`) this entry credits whole.
+    pub credits_payment: Option<i64>,
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub account_id: &'a str,
+    pub currency: &'a str,
+    /// Signed: positive credits, negative debits.
+    pub amount_minor: i64,
+    pub object_id: Option<&'a str>,
+    pub operator_applied: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl WriteTx {
+    /// Moves the balance, writes the ledger entry and its messages; returns
+    /// the balance after the posting.
+    pub async fn post(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
+        let routes = self.outbox().routes().clone();
+        let destinations: Vec<&str> = routes.taking(MessageType::LedgerPosted).collect();
+        let TxConn::Postgres(tx) = &mut self.conn else {
+            return self.post_in_steps(posting).await;
+        };
+        let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
+        let row: Option<(i64, i64)> = sqlx::query_as(POST_PG)
+            .bind(posting.account_id)
+            .bind(posting.currency)
+            .bind(posting.amount_minor)
+            .bind(posting.created_at)
+            .bind(posting.intent_id)
+            .bind(posting.source)
+            .bind(posting.event_id)
+            .bind(posting.object_id)
+            .bind(posting.operator_applied)
+            .bind(posting.credits_payment)
+            .bind(&message_id)
+            .bind(&destinations)
+            .fetch_optional(&mut **tx)
+            .await?;
+        let (balance_after, _account_seq) = row.ok_or_else(|| balance_limit(posting))?;
+        self.queued |= !destinations.is_empty();
+        Ok(balance_after)
+    }
+
+    /// The same as three statements.
+    async fn post_in_steps(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
+        let (balance_after_minor, account_seq) = self
+            .upsert_balance(
+                posting.account_id,
+                posting.currency,
+                posting.amount_minor,
+                posting.created_at,
+            )
+            .await?;
+        let entry = NewLedgerEntry {
+            intent_id: posting.intent_id,
+            credits_payment: posting.credits_payment,
+            source: posting.source,
+            event_id: posting.event_id,
+            account_id: posting.account_id,
+            currency: posting.currency,
+            amount_minor: posting.amount_minor,
+            balance_after_minor,
+            account_seq,
+            object_id: posting.object_id,
+            operator_applied: posting.operator_applied,
+            created_at: posting.created_at,
+        };
+        self.insert_ledger_entry(&entry).await?;
+        self.enqueue_posting(&entry).await?;
+        Ok(balance_after_minor)
+    }
+}
+
+fn balance_limit(posting: &NewPosting<'_>) -> StoreError {
+    StoreError::BalanceLimit {
+        account_id: posting.account_id.to_owned(),
+        currency: posting.currency.to_owned(),
+    }
+}

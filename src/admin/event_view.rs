@@ -35,6 +35,9 @@ pub struct EventDetailView {
     /// For a rejected or ignored event: what a replay with the current
     /// config would do, and whether it would change anything.
     pub replay: Option<super::replay::Preview>,
+    /// A held event a replay would change: Replay is in the resolve form,
+    /// beside Dismiss, under its one note.
+    pub replay_in_form: bool,
     pub replay_href: String,
 }
 
@@ -141,10 +144,12 @@ impl EventDetailView {
             _ => String::new(),
         };
         let earlier_reason = stored_reason.filter(|_| !current);
+        let held = ["stale", "rejected", "waiting"].contains(&event.status.as_str());
+        let replay_in_form = held && context.replay.as_ref().is_some_and(|r| r.would_change);
         let mut summary = EventView::from(event);
         summary.reason = reason_now.clone();
         Self {
-            held: ["stale", "rejected", "waiting"].contains(&summary.status.as_str()),
+            held,
             can_apply,
             credited_by,
             gap_href,
@@ -160,6 +165,7 @@ impl EventDetailView {
             entry: context.entry.map(EntryView::from),
             preview,
             replay: context.replay,
+            replay_in_form,
             replay_href,
         }
     }

@@ -286,6 +286,16 @@ async fn the_event_page_previews_and_replays_with_a_note(backend: Backend) {
     );
     assert!(after.contains("<td>replay</td><td>ignored</td>"), "{after}");
     assert_eq!(fixed.balance("acct_9", "USD").await, 2500);
+    // A held (rejected) event: Replay sits in the resolve form beside
+    // Dismiss, under its one note.
+    wrong.send_to("shop", &credit("evt_r", "acct_9", 100)).await;
+    let rejected = page(&fixed, "/admin/event?source=shop&id=evt_r", &cookie).await;
+    assert_eq!(rejected.matches(r#"name="note""#).count(), 1, "{rejected}");
+    assert!(
+        rejected.contains(r#"formaction="/admin/event/replay?source=shop&#38;id=evt_r" class="primary">Replay with the current config"#),
+        "{rejected}"
+    );
+    assert!(rejected.contains("Dismiss for good"), "{rejected}");
     // The old instance's config maps it as it was: no replay offered there.
     let wrong_cookie = login(&wrong).await;
     let old = page(&wrong, path, &wrong_cookie).await;

@@ -249,7 +249,7 @@ async fn act(
         event_id,
         actor,
         note,
-
+        seen: None,
         negative_balance: crate::domain::NegativeBalance::Allow,
         now: context.clock.now(),
     };

@@ -220,6 +220,7 @@ pub async fn act(
             event_id,
             actor: &actor,
             note: Some(&note),
+            seen: None,
             // Events the person did not each open: the source's own
             // policy, as for a guard reset.
             negative_balance: configured.map_or(NegativeBalance::Allow, |s| s.negative_balance),

@@ -261,6 +261,8 @@ pub struct ActionForm {
     #[serde(default)]
     csrf: String,
     note: Option<String>,
+    /// The status the page showed: the action takes the event only from it.
+    status: Option<String>,
 }
 
 pub async fn event_action(
@@ -273,7 +275,14 @@ pub async fn event_action(
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let EventRef { source, event_id } = target;
-    let note = clean_note(form.into_inner().note)?;
+    let form = form.into_inner();
+    let seen = form
+        .status
+        .as_deref()
+        .map(str::parse::<crate::domain::Status>)
+        .transpose()
+        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let note = clean_note(form.note)?;
     let actor = admin.actor();
     if action.action == "replay" {
         return super::replay::from_page(&context, &source, &event_id, &actor, note.as_deref())
@@ -287,7 +296,7 @@ pub async fn event_action(
         event_id: &event_id,
         actor: &actor,
         note: note.as_deref(),
-
+        seen,
         negative_balance: crate::domain::NegativeBalance::Allow,
         now: context.clock.now(),
     };

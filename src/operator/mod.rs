@@ -107,6 +107,10 @@ pub struct Request<'a> {
     pub event_id: &'a str,
     pub actor: &'a str,
     pub note: Option<&'a str>,
+    /// The status the person acted on, where the form says: the action
+    /// takes the event only from it, so a dismiss meant for a rejected
+    /// event cannot land on what a concurrent replay made of it.
+    pub seen: Option<Status>,
     /// A debit that would take the balance below zero: `Allow` when a person
     /// applies this one event (a refund the provider has paid out must be
     /// postable); the source's own policy when an action applies events the
@@ -281,7 +285,11 @@ async fn claim(
     tx: &mut WriteTx,
     request: &Request<'_>,
 ) -> Result<Option<(Status, Claimed)>, StoreError> {
-    for &from in request.action.held_statuses() {
+    let statuses = request.action.held_statuses();
+    for &from in statuses
+        .iter()
+        .filter(|&&status| request.seen.is_none_or(|seen| seen == status))
+    {
         let to = request.action.result_status();
         if let Some(claimed) = tx
             .claim_intent(request.source, request.event_id, (from, to), request.now)

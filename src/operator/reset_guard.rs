@@ -187,6 +187,7 @@ pub async fn reset(
             event_id: &event_id,
             actor: request.actor,
             note: Some(&note),
+            seen: Some(crate::domain::Status::Stale),
             // The person confirmed the list, not each debit's effect: the
             // source's policy decides (a debit it would hold stays held).
             negative_balance: request

@@ -58,6 +58,22 @@ async fn an_apply_is_previewed_then_shown_with_the_new_balance(backend: Backend)
         "{held}"
     );
     assert!(!held.contains("Ledger entry"), "{held}");
+    assert!(held.contains(r#"name="status" value="stale""#), "{held}");
+    // A form for the status it showed: sent for another, it moves nothing.
+    let other = post_form(
+        &app,
+        "/admin/events/demo/msg_2/dismiss",
+        &cookie,
+        Some(&app.address),
+        &[
+            ("csrf", &csrf_in(&held)),
+            ("note", "meant for a rejected one"),
+            ("status", "rejected"),
+        ],
+    )
+    .await;
+    assert_eq!(other.status(), StatusCode::CONFLICT);
+    assert_eq!(app.event("demo", "msg_2").await["status"], "stale");
 
     let applied = post_form(
         &app,

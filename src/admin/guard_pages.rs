@@ -16,6 +16,7 @@ use super::pages::{csrf_for, html, see_other};
 use super::target::{AccountRef, guard_action_href, guard_href};
 use super::view::{AuditView, EventView};
 use crate::context::Context;
+use crate::domain::SEQUENCE_FLOOR;
 use crate::http::ApiError;
 
 /// Audit rows shown.
@@ -32,6 +33,10 @@ struct GuardPage {
     guard: i64,
     suggested: String,
     to: i64,
+    /// `to` as a person reads it: the floor is "the floor", not -2^62-1.
+    to_shown: String,
+    /// What the preview box holds: empty for the floor (the default).
+    to_input: String,
     reset_href: String,
     would_apply: Vec<EventView>,
     audit: Vec<AuditView>,
@@ -71,6 +76,16 @@ pub async fn guard_page(
             |s| s.to_string(),
         ),
         to: preview.to,
+        to_shown: if preview.to == SEQUENCE_FLOOR {
+            "the floor (below every sequence)".to_owned()
+        } else {
+            preview.to.to_string()
+        },
+        to_input: if preview.to == SEQUENCE_FLOOR {
+            String::new()
+        } else {
+            preview.to.to_string()
+        },
         would_apply: preview.would_apply.into_iter().map(EventView::from).collect(),
         audit: audit.into_iter().map(AuditView::from).collect(),
         message: query.applied.map(|applied| {

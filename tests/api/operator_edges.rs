@@ -298,7 +298,30 @@ async fn the_guard_page_previews_and_resets(backend: Backend) {
     );
 }
 
+/// With nothing applied below the guard, the page offers the floor by
+/// name (every stale event applies), not as -2^62-1.
+async fn the_guard_page_names_the_floor(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_absurd", "acct_1", 1000, ABSURD))
+        .await;
+    app.send_ok(&debit_seq("msg_d1", "acct_1", 1, 1)).await;
+    let cookie = login(&app).await;
+    let guard = page(&app, "/admin/guard?source=demo&account=acct_1", &cookie).await;
+    assert!(
+        guard.contains(
+            "Lower the guard to the floor (below every sequence) and apply 1 event(s) in order"
+        ),
+        "{guard}"
+    );
+    assert!(
+        guard.contains(r#"<input name="to" type="number" value="" placeholder="the floor">"#),
+        "{guard}"
+    );
+    assert!(!guard.contains(">-4611686018427387905<"), "{guard}");
+}
+
 crate::both_backends!(
+    the_guard_page_names_the_floor,
     applying_beyond_the_balance_range_is_409_held_and_audited,
     a_guard_reset_releases_what_an_absurd_sequence_held,
     a_guard_that_does_not_exist_is_404,

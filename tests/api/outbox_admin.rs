@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-use crate::browser::{csrf_in, login, page, post_form};
+use crate::browser::{csrf_in, login, login_with, page, post_form};
 use crate::helpers::*;
 use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
@@ -19,7 +19,8 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
         &receiver.url(),
         "max_attempts = 1\nordered_by_account = true",
     );
-    let app = app_with(backend, &destination).await;
+    let read_only = "\n[[admin.tokens]]\nname = \"support\"\ntoken = \"support-token-0123456789\"\nread_only = true\n";
+    let app = app_with(backend, &format!("{destination}{read_only}")).await;
     app.send_ok(&credit("evt_1", "cus_1", 1500)).await;
     drained(&app, "billing", Duration::from_secs(20)).await;
 
@@ -27,6 +28,12 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     let dashboard = page(&app, "/admin", &cookie).await;
     assert!(dashboard.contains("Dead letters: billing"), "{dashboard}");
     assert!(dashboard.contains("answered HTTP 500"), "{dashboard}");
+    assert!(dashboard.contains("Send again"), "{dashboard}");
+    // A read-only holder sees the dead letter and no button.
+    let support = login_with(&app, "support-token-0123456789").await;
+    let seen = page(&app, "/admin", &support).await;
+    assert!(seen.contains("Dead letters: billing"), "{seen}");
+    assert!(!seen.contains("Send again"), "{seen}");
     let api = app.admin_get("/admin/api/outbox").await;
     let api: serde_json::Value = json_with_status(api, StatusCode::OK).await;
     let billing = &api["destinations"][0];

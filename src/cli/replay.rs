@@ -79,6 +79,11 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty());
+    let run = Run {
+        store: &store,
+        dry_run: args.dry_run,
+        note,
+    };
     let mut tally = Tally::default();
     let total = targets.len();
     for (done, (source_name, event_id)) in targets.iter().enumerate() {
@@ -88,7 +93,7 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
             .find(|s| s.name.as_str() == source_name)
         {
             None => Err(ReplayError::Unconfigured(source_name.clone())),
-            Some(source) => retried(&store, source, event_id, args.dry_run, note).await,
+            Some(source) => run.retried(source, event_id).await,
         };
         match line {
             Ok((text, changed)) => {
@@ -133,54 +138,56 @@ pub async fn run(config: Config, args: ReplayArgs) -> Result<(), CliError> {
 /// nothing of a failed try stays.
 const TRIES: u32 = 3;
 
-/// [`one`], tried again after a transient database error.
-async fn retried(
-    store: &Store,
-    source: &Source,
-    event_id: &str,
+/// How each event of a run is replayed.
+struct Run<'a> {
+    store: &'a Store,
     dry_run: bool,
-    note: Option<&str>,
-) -> Result<(String, bool), ReplayError> {
-    let mut tried = 1;
-    loop {
-        match one(store, source, event_id, dry_run, note).await {
-            Err(ReplayError::Store(error)) if error.is_transient() && tried < TRIES => {
-                tracing::warn!(event_id, "replay: {error}; trying again");
-                tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tried))).await;
-                tried += 1;
-            }
-            answer => return answer,
-        }
-    }
+    note: Option<&'a str>,
 }
 
-/// One event: mapped and described (dry run), or replayed; the line to
-/// print and whether its status changed.
-async fn one(
-    store: &Store,
-    source: &Source,
-    event_id: &str,
-    dry_run: bool,
-    note: Option<&str>,
-) -> Result<(String, bool), ReplayError> {
-    let stored = Stored::load(store, source.name.as_str(), event_id).await?;
-    let before = stored.status();
-    if dry_run {
-        let event = map(source, &stored)?;
-        return Ok((describe(&event), !unchanged(&stored, &event)));
+impl Run<'_> {
+    /// [`Run::one`], tried again after a transient database error.
+    async fn retried(
+        &self,
+        source: &Source,
+        event_id: &str,
+    ) -> Result<(String, bool), ReplayError> {
+        let mut tried = 1;
+        loop {
+            match self.one(source, event_id).await {
+                Err(ReplayError::Store(error)) if error.is_transient() && tried < TRIES => {
+                    tracing::warn!(event_id, "replay: {error}; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tried)))
+                        .await;
+                    tried += 1;
+                }
+                answer => return answer,
+            }
+        }
     }
-    let asked = Asked {
-        actor: "cli",
-        note,
-        now: Utc::now(),
-    };
-    Ok(match replay(store, source, &stored, &asked).await? {
-        Some(outcome) => (format!("{before} -> {}", outcome.status), true),
-        None => (
-            format!("{before}, unchanged: the current config maps it the same way"),
-            false,
-        ),
-    })
+
+    /// One event: mapped and described (dry run), or replayed; the line to
+    /// print and whether its status changed.
+    async fn one(&self, source: &Source, event_id: &str) -> Result<(String, bool), ReplayError> {
+        let stored = Stored::load(self.store, source.name.as_str(), event_id).await?;
+        let before = stored.status();
+        if self.dry_run {
+            let event = map(source, &stored)?;
+            return Ok((describe(&event), !unchanged(&stored, &event)));
+        }
+        let asked = Asked {
+            actor: "cli",
+            note: self.note,
+            now: Utc::now(),
+        };
+        Ok(match replay(self.store, source, &stored, &asked).await? {
+            Some(outcome) => (format!("{before} -> {}", outcome.status), true),
+            None => (
+                format!("{before}, unchanged: the current config maps it the same way"),
+                false,
+            ),
+        })
+    }
 }
 
 /// Every event in `status`, oldest first, as (source, event id).

@@ -1,27 +1,8 @@
 //! `hookledger events` and `hookledger accounts ACCOUNT`: the admin's views
 //! in a terminal, against the same database a server wrote.
 
-use std::path::Path;
-
 use crate::helpers::*;
-use crate::process::hookledger;
-
-fn run(dir: &Path, args: &[&str]) -> (bool, String) {
-    let output = hookledger(dir)
-        .arg("--config")
-        .arg(dir.join("hookledger.toml"))
-        .args(args)
-        .output()
-        .expect("hookledger runs");
-    // stdout only: the log (a PostgreSQL notice, say) goes to stderr; a
-    // failure's message is appended after a marker.
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() {
-        text.push_str("\n--- stderr\n");
-        text.push_str(&String::from_utf8_lossy(&output.stderr));
-    }
-    (output.status.success(), text)
-}
+use crate::process::run_with_config as run;
 
 async fn the_terminal_shows_events_and_an_account(backend: Backend) {
     let app = TestApp::spawn(backend).await;

@@ -19,6 +19,24 @@ pub fn hookledger(dir: &Path) -> Command {
     command
 }
 
+/// Runs `hookledger --config DIR/hookledger.toml ARGS...` in `dir` to the
+/// end: whether it succeeded, and its stdout (the log, a PostgreSQL notice
+/// say, goes to stderr), with stderr appended after a marker on failure.
+pub fn run_with_config(dir: &Path, args: &[&str]) -> (bool, String) {
+    let output = hookledger(dir)
+        .arg("--config")
+        .arg(dir.join("hookledger.toml"))
+        .args(args)
+        .output()
+        .expect("hookledger runs");
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        text.push_str("\n--- stderr\n");
+        text.push_str(&String::from_utf8_lossy(&output.stderr));
+    }
+    (output.status.success(), text)
+}
+
 /// A running server.
 pub struct Server {
     child: Child,

@@ -4,14 +4,12 @@
 //! applied event stays applied, a held one is applied at most once, two
 //! replays at once act once, and each replay is audited.
 
-use std::path::Path;
-
 use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::browser::{csrf_in, login, login_with, page, post_form};
 use crate::helpers::*;
-use crate::process::hookledger;
+use crate::process::run_with_config as cli;
 
 /// The `shop` source as first configured: the account id looked for where
 /// the sender does not put it.
@@ -300,21 +298,6 @@ async fn the_event_page_previews_and_replays_with_a_note(backend: Backend) {
     let wrong_cookie = login(&wrong).await;
     let old = page(&wrong, path, &wrong_cookie).await;
     assert!(!old.contains("<h2>Replay</h2>"), "applied now: {old}");
-}
-
-fn cli(dir: &Path, args: &[&str]) -> (bool, String) {
-    let output = hookledger(dir)
-        .arg("--config")
-        .arg(dir.join("hookledger.toml"))
-        .args(args)
-        .output()
-        .expect("hookledger runs");
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    if !output.status.success() {
-        text.push_str("\n--- stderr\n");
-        text.push_str(&String::from_utf8_lossy(&output.stderr));
-    }
-    (output.status.success(), text)
 }
 
 async fn the_cli_replays_every_rejected_event_in_arrival_order(backend: Backend) {

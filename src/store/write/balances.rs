@@ -13,7 +13,9 @@ use super::{StoreError, WriteTx};
 /// it. Out of range returns no row, and the transaction is rolled back.
 /// `postings` counts the balance's ledger entries under the same row lock:
 /// the count it returns is the posting's gapless `account_seq`.
-const UPSERT_BALANCE: &str = "
+macro_rules! upsert_balance {
+    () => {
+        "
 insert into balances (account_id, currency, balance_minor, updated_at, postings)
 values ($1, $2, $3, $4, 1)
 on conflict (account_id, currency) do update
@@ -22,7 +24,14 @@ set balance_minor = balances.balance_minor + excluded.balance_minor,
     postings = balances.postings + 1
 where balances.balance_minor + excluded.balance_minor
     between -4611686018427387904 and 4611686018427387904
-returning balance_minor, postings";
+returning balance_minor, postings"
+    };
+}
+
+/// Also the first part of PostgreSQL's one-statement posting (`posting`).
+pub(super) use upsert_balance;
+
+const UPSERT_BALANCE: &str = upsert_balance!();
 
 /// Locks an account's balance row for a currency (creating it at zero), for
 /// a transaction that will post several currencies: see `lock_balances`.

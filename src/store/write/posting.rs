@@ -6,12 +6,13 @@
 
 use chrono::{DateTime, Utc};
 
+use super::balances::upsert_balance;
 use super::{NewLedgerEntry, StoreError, TxConn, WriteTx};
 use crate::domain::MessageType;
 
-/// The three writes of a posting in one statement, each exactly as its own
-/// statement is (`UPSERT_BALANCE`, `INSERT_LEDGER_ENTRY`, `ENQUEUE_POSTING`:
-/// keep them in step). Why it is as safe as the three: the balance update
+/// The three writes of a posting in one statement: the balance's own
+/// statement (`upsert_balance!`), then the entry and the messages as
+/// `INSERT_LEDGER_ENTRY` and `ENQUEUE_POSTING` write them (keep in step). Why it is as safe as the three: the balance update
 /// takes the row lock and adds in place, and out of range returns no row;
 /// the entry is inserted from the balance's returned row only, so with no
 /// row nothing is written and the caller fails the transaction; the unique
@@ -20,17 +21,10 @@ use crate::domain::MessageType;
 /// transaction wrote, one per destination in `$12` (none for an empty
 /// list), doing nothing on a conflict. PostgreSQL runs every data-modifying
 /// CTE to completion whether or not the outer query reads it.
-const POST_PG: &str = "
-with balance as (
-    insert into balances (account_id, currency, balance_minor, updated_at, postings)
-    values ($1, $2, $3, $4, 1)
-    on conflict (account_id, currency) do update
-    set balance_minor = balances.balance_minor + excluded.balance_minor,
-        updated_at = excluded.updated_at,
-        postings = balances.postings + 1
-    where balances.balance_minor + excluded.balance_minor
-        between -4611686018427387904 and 4611686018427387904
-    returning balance_minor, postings
+const POST_PG: &str = concat!(
+    "with balance as (",
+    upsert_balance!(),
+    "
 ), entry as (
     insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
         balance_after_minor, object_id, operator_applied, created_at, credits_payment,
@@ -50,7 +44,8 @@ with balance as (
     cross join unnest($12::text[]) as d(destination)
     on conflict (destination, message_id) do nothing
 )
-select balance_minor, postings from balance";
+select balance_minor, postings from balance"
+);
 
 /// A balance movement to write: what the ledger entry records.
 pub struct NewPosting<'a> {

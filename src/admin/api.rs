@@ -284,8 +284,12 @@ pub async fn act_on_event(
     let note = parse_note(&body)?;
     let actor = admin.actor();
     if action.action == "replay" {
-        let outcome =
-            super::replay::run(&context, &source, &event_id, &actor, note.as_deref()).await?;
+        let asked = super::replay::Asking {
+            actor: &actor,
+            note: note.as_deref(),
+            seen: None,
+        };
+        let outcome = super::replay::run(&context, &source, &event_id, &asked).await?;
         return Ok(Json(outcome));
     }
     let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;

@@ -285,8 +285,12 @@ pub async fn event_action(
     let note = clean_note(form.note)?;
     let actor = admin.actor();
     if action.action == "replay" {
-        return super::replay::from_page(&context, &source, &event_id, &actor, note.as_deref())
-            .await;
+        let asked = super::replay::Asking {
+            actor: &actor,
+            note: note.as_deref(),
+            seen,
+        };
+        return super::replay::from_page(&context, &source, &event_id, &asked).await;
     }
     let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
     let request = operator::Request {

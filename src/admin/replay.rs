@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::target::event_href;
 use crate::context::Context;
-use crate::domain::money;
+use crate::domain::{Status, money};
 use crate::http::ApiError;
 use crate::replay::{Asked, ReplayError, Stored, describe, map, replay, unchanged};
 use crate::store::{EventDetailRow, LedgerEntryRow};
@@ -60,21 +60,36 @@ pub fn done(status: &str, entry: Option<&LedgerEntryRow>) -> String {
     }
 }
 
-/// Replays one event for `actor`; the outcome as JSON.
+/// Who replays, why, and (from the page) the status they saw.
+pub struct Asking<'a> {
+    pub actor: &'a str,
+    pub note: Option<&'a str>,
+    /// The status the page showed: the replay starts only from it.
+    pub seen: Option<Status>,
+}
+
+/// Replays one event; the outcome as JSON.
 pub async fn run(
     context: &Data<Context>,
     source_name: &str,
     event_id: &str,
-    actor: &str,
-    note: Option<&str>,
+    asking: &Asking<'_>,
 ) -> Result<Value, ApiError> {
     let source = context
         .source(source_name)
         .ok_or_else(|| ReplayError::Unconfigured(source_name.to_owned()))?;
     let stored = Stored::load(&context.store, source_name, event_id).await?;
+    if let Some(seen) = asking.seen
+        && seen != stored.status()
+    {
+        return Err(ApiError::Conflict(format!(
+            "the event is {} now, not {seen} as the page showed; reload it",
+            stored.status()
+        )));
+    }
     let asked = Asked {
-        actor,
-        note,
+        actor: asking.actor,
+        note: asking.note,
         now: context.clock.now(),
     };
     let outcome = replay(&context.store, source, &stored, &asked).await?;
@@ -102,11 +117,12 @@ pub async fn from_page(
     context: &Data<Context>,
     source: &str,
     event_id: &str,
-    actor: &str,
-    note: Option<&str>,
+    asking: &Asking<'_>,
 ) -> Result<HttpResponse, ApiError> {
-    let note = note.ok_or_else(|| ApiError::BadRequest("a note is required to replay".into()))?;
-    let outcome = run(context, source, event_id, actor, Some(note)).await?;
+    if asking.note.is_none() {
+        return Err(ApiError::BadRequest("a note is required to replay".into()));
+    }
+    let outcome = run(context, source, event_id, asking).await?;
     let done = if outcome["changed"] == true {
         "replay"
     } else {

@@ -262,12 +262,31 @@ async fn the_event_page_previews_and_replays_with_a_note(backend: Backend) {
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     assert_eq!(fixed.balance("acct_9", "USD").await, 0);
 
+    // A form for another status than the event's moves nothing.
+    let stale_form = post_form(
+        &fixed,
+        action,
+        &cookie,
+        Some(&fixed.address),
+        &[("csrf", &csrf), ("note", "x"), ("status", "rejected")],
+    )
+    .await;
+    assert_eq!(stale_form.status(), StatusCode::CONFLICT);
+    assert_eq!(fixed.balance("acct_9", "USD").await, 0);
+    assert!(
+        before.contains(r#"name="status" value="ignored""#),
+        "{before}"
+    );
     let done = post_form(
         &fixed,
         action,
         &cookie,
         Some(&fixed.address),
-        &[("csrf", &csrf), ("note", "invoice.paid is mapped now")],
+        &[
+            ("csrf", &csrf),
+            ("note", "invoice.paid is mapped now"),
+            ("status", "ignored"),
+        ],
     )
     .await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);

@@ -10,6 +10,7 @@ mod helpers;
 mod locker;
 mod pause;
 mod postgres;
+mod posting_statement;
 mod process;
 mod receiver;
 mod replay;

@@ -10,7 +10,8 @@ use super::{StoreError, WriteTx};
 /// balance. The bound of +/-2^62 keeps every sum representable: with at most
 /// 10^15 per event the addition itself cannot overflow, and SQLite, which
 /// would silently turn an overflowing integer into a float, never gets near
-/// it. Out of range returns no row, and the transaction is rolled back.
+/// it. Out of range returns no row (the statement succeeds): the caller
+/// gets `BalanceLimit` and holds the event, with the transaction usable.
 /// `postings` counts the balance's ledger entries under the same row lock:
 /// the count it returns is the posting's gapless `account_seq`.
 macro_rules! upsert_balance {
@@ -28,7 +29,8 @@ returning balance_minor, postings"
     };
 }
 
-/// Also the first part of PostgreSQL's one-statement posting (`posting`).
+/// Also the first part of PostgreSQL's one-statement posting (`posting`),
+/// whose parameters continue from `$5`: keep these four as they are.
 pub(super) use upsert_balance;
 
 const UPSERT_BALANCE: &str = upsert_balance!();

@@ -11,16 +11,22 @@ use super::{NewLedgerEntry, StoreError, TxConn, WriteTx};
 use crate::domain::MessageType;
 
 /// The three writes of a posting in one statement: the balance's own
-/// statement (`upsert_balance!`), then the entry and the messages as
-/// `INSERT_LEDGER_ENTRY` and `ENQUEUE_POSTING` write them (keep in step). Why it is as safe as the three: the balance update
-/// takes the row lock and adds in place, and out of range returns no row;
-/// the entry is inserted from the balance's returned row only, so with no
-/// row nothing is written and the caller fails the transaction; the unique
-/// keys of the ledger fail the whole statement as they failed the insert;
-/// the messages join the entry's returned row to the intent this
-/// transaction wrote, one per destination in `$12` (none for an empty
-/// list), doing nothing on a conflict. PostgreSQL runs every data-modifying
-/// CTE to completion whether or not the outer query reads it.
+/// statement (`upsert_balance!`, whose `$1`-`$4` are this statement's
+/// too), then the entry and the messages as `INSERT_LEDGER_ENTRY` and
+/// `ENQUEUE_POSTING` write them (keep them in step;
+/// `posting_statement::both_ways_write_the_same_rows` compares the rows).
+///
+/// Why it is as safe as the three: the balance update takes the row lock
+/// and adds in place, and out of range is a statement that succeeds and
+/// returns no row; the entry is inserted from the balance's returned row
+/// only, so then nothing at all is written and the transaction stays
+/// usable (the callers that catch `BalanceLimit` go on with it and hold the
+/// event, as after the three statements); the unique keys of the ledger
+/// fail the whole statement as they failed the insert; the messages join
+/// the entry's returned row to the intent this transaction wrote, one per
+/// destination in `$12` (none for an empty list), doing nothing on a
+/// conflict. PostgreSQL runs every data-modifying CTE to completion whether
+/// or not the outer query reads it.
 const POST_PG: &str = concat!(
     "with balance as (",
     upsert_balance!(),
@@ -44,7 +50,7 @@ const POST_PG: &str = concat!(
     cross join unnest($12::text[]) as d(destination)
     on conflict (destination, message_id) do nothing
 )
-select balance_minor, postings from balance"
+select balance_minor from balance"
 );
 
 /// A balance movement to write: what the ledger entry records.
@@ -67,13 +73,14 @@ impl WriteTx {
     /// Moves the balance, writes the ledger entry and its messages; returns
     /// the balance after the posting.
     pub async fn post(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
+        // The routes are shared (an Arc): no copy of the names.
         let routes = self.outbox().routes().clone();
-        let destinations: Vec<&str> = routes.taking(MessageType::LedgerPosted).collect();
         let TxConn::Postgres(tx) = &mut self.conn else {
             return self.post_in_steps(posting).await;
         };
+        let destinations: Vec<&str> = routes.taking(MessageType::LedgerPosted).collect();
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
-        let row: Option<(i64, i64)> = sqlx::query_as(POST_PG)
+        let row: Option<(i64,)> = sqlx::query_as(POST_PG)
             .bind(posting.account_id)
             .bind(posting.currency)
             .bind(posting.amount_minor)
@@ -88,13 +95,14 @@ impl WriteTx {
             .bind(&destinations)
             .fetch_optional(&mut **tx)
             .await?;
-        let (balance_after, _account_seq) = row.ok_or_else(|| balance_limit(posting))?;
+        let (balance_after,) = row.ok_or_else(|| balance_limit(posting))?;
         self.queued |= !destinations.is_empty();
         Ok(balance_after)
     }
 
-    /// The same as three statements.
-    async fn post_in_steps(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
+    /// The same as three statements: SQLite's way, and on PostgreSQL what
+    /// the one statement is tested against.
+    pub async fn post_in_steps(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
         let (balance_after_minor, account_seq) = self
             .upsert_balance(
                 posting.account_id,

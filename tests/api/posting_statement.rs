@@ -1,0 +1,155 @@
+//! PostgreSQL writes a posting (balance, ledger entry, a `ledger.posted`
+//! message per destination) as one statement; SQLite as three. Both ways,
+//! on one PostgreSQL database, must write the same rows.
+
+use chrono::{TimeZone, Utc};
+use hookledger::domain::Status;
+use hookledger::store::{IntentUpsert, NewIntent, NewPosting, Store};
+use serde_json::Value;
+
+use crate::helpers::*;
+use crate::outbox::{app_with, http_destination};
+
+/// A new applied intent for `event_id`, in its own committed transaction.
+async fn intent(store: &Store, event_id: &str, account: &str, amount: i64, sequence: i64) -> i64 {
+    let mut tx = store.begin().await.unwrap();
+    let IntentUpsert::Inserted { intent_id } = tx
+        .insert_intent(&NewIntent {
+            source: "demo",
+            scope: "demo",
+            event_id,
+            event_type: "balance.credit",
+            status: Status::Applied,
+            reason: None,
+            account_id: Some(account),
+            currency: Some("USD"),
+            amount_minor: Some(amount),
+            object_id: None,
+            sequence: Some(sequence),
+            occurred_at: Some(Utc.with_ymd_and_hms(2026, 5, 1, 9, 30, 0).unwrap()),
+            payload_sha256: "00",
+            payload: b"{}",
+            received_at: now(),
+            signature_headers: None,
+            signed_at: None,
+            signed_event_id: None,
+            payment_ref: None,
+            reversal: None,
+            reversal_total: None,
+            undoes: None,
+            partial: false,
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("a new event");
+    };
+    tx.commit().await.unwrap();
+    intent_id
+}
+
+/// The rows a posting wrote for `account`, without what names it (ids,
+/// the account, the event) or what a relay changes afterwards.
+async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
+    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
+    let sql =
+        format!("select row_to_json(t)::text from {table} t where account_id = $1 order by 1");
+    let texts: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(account)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    texts
+        .into_iter()
+        .map(|(text,)| {
+            let mut row: Value = serde_json::from_str(&text).unwrap();
+            let object = row.as_object_mut().unwrap();
+            for volatile in [
+                "entry_id",
+                "outbox_id",
+                "intent_id",
+                "event_id",
+                "account_id",
+                "message_id",
+                "state",
+                "attempts",
+                "next_attempt_ms",
+                "leased_by",
+                "last_error",
+                "delivered_ms",
+            ] {
+                object.remove(volatile);
+            }
+            row
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_ways_write_the_same_rows() {
+    let Some(backend) = Backend::postgres_or_skip("both_ways_write_the_same_rows") else {
+        return;
+    };
+    // Two destinations (one that takes only held events writes nothing).
+    let destinations = format!(
+        "{}{}{}",
+        http_destination("billing", "http://127.0.0.1:9", ""),
+        http_destination("crm", "http://127.0.0.1:9", ""),
+        http_destination(
+            "held-only",
+            "http://127.0.0.1:9",
+            "events = [\"event.held\"]"
+        ),
+    );
+    let app = app_with(backend, &destinations).await;
+    let store = app.store();
+    let at = Utc.with_ymd_and_hms(2026, 5, 1, 10, 0, 0).unwrap();
+    for (n, amount) in [(1, 250), (2, -100)] {
+        for (account, one_statement) in [("cus_one", true), ("cus_steps", false)] {
+            let event_id = format!("{account}_{n}");
+            let intent_id = intent(store, &event_id, account, amount, n).await;
+            let posting = NewPosting {
+                intent_id,
+                credits_payment: None,
+                source: "demo",
+                event_id: &event_id,
+                account_id: account,
+                currency: "USD",
+                amount_minor: amount,
+                object_id: Some("obj_1"),
+                operator_applied: n == 2,
+                created_at: at,
+            };
+            let mut tx = store.begin().await.unwrap();
+            let balance = if one_statement {
+                tx.post(&posting).await.unwrap()
+            } else {
+                tx.post_in_steps(&posting).await.unwrap()
+            };
+            tx.commit().await.unwrap();
+            assert_eq!(balance, if n == 1 { 250 } else { 150 });
+        }
+    }
+    for table in ["ledger_entries", "outbox", "balances"] {
+        let one = rows(&app, table, "cus_one").await;
+        let steps = rows(&app, table, "cus_steps").await;
+        assert!(!one.is_empty(), "{table}");
+        assert_eq!(one, steps, "{table}");
+    }
+    let messages = rows(&app, "outbox", "cus_one").await;
+    assert_eq!(
+        messages.len(),
+        4,
+        "two postings, two destinations: {messages:?}"
+    );
+    assert!(
+        messages.iter().all(|m| m["destination"] != "held-only"),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["account_seq"] == 2 && m["balance_after_minor"] == 150),
+        "{messages:?}"
+    );
+}

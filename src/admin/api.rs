@@ -183,19 +183,32 @@ pub async fn show_account(
 #[serde(deny_unknown_fields)]
 struct NoteBody {
     note: Option<String>,
+    /// The status the caller saw: the action takes the event only from it.
+    status: Option<String>,
 }
 
 /// Admin API bodies are a note and a number or two.
 pub(super) const ADMIN_BODY_LIMIT: usize = 64 * 1024;
 
 /// The optional `{"note": "..."}` body; an empty body means no note.
-pub(super) fn parse_note(body: &[u8]) -> Result<Option<String>, ApiError> {
+/// An action's body: an optional note, and optionally the status the
+/// caller saw.
+pub(super) fn parse_note(body: &[u8]) -> Result<(Option<String>, Option<Status>), ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
+        return Ok((None, None));
     }
-    let parsed: NoteBody = serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("body must be {{\"note\": \"...\"}}: {e}")))?;
-    clean_note(parsed.note)
+    let parsed: NoteBody = serde_json::from_slice(body).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "body must be {{\"note\": \"...\", \"status\": \"...\"}}, both optional: {e}"
+        ))
+    })?;
+    let seen = parsed
+        .status
+        .as_deref()
+        .map(str::parse::<Status>)
+        .transpose()
+        .map_err(|e| ApiError::BadRequest(format!("status: {e}")))?;
+    Ok((clean_note(parsed.note)?, seen))
 }
 
 /// Trims a note, treating blank as none, and bounds its length.
@@ -241,6 +254,7 @@ async fn act(
     event_id: &str,
     actor: &str,
     note: Option<&str>,
+    seen: Option<Status>,
 ) -> Result<Json<Value>, ApiError> {
     let request = operator::Request {
         action,
@@ -249,7 +263,7 @@ async fn act(
         event_id,
         actor,
         note,
-        seen: None,
+        seen,
         negative_balance: crate::domain::NegativeBalance::Allow,
         now: context.clock.now(),
     };
@@ -281,13 +295,13 @@ pub async fn act_on_event(
 ) -> Result<Json<Value>, ApiError> {
     let EventRef { source, event_id } = target;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
-    let note = parse_note(&body)?;
+    let (note, seen) = parse_note(&body)?;
     let actor = admin.actor();
     if action.action == "replay" {
         let asked = super::replay::Asking {
             actor: &actor,
             note: note.as_deref(),
-            seen: None,
+            seen,
         };
         let outcome = super::replay::run(&context, &source, &event_id, &asked).await?;
         return Ok(Json(outcome));
@@ -300,6 +314,7 @@ pub async fn act_on_event(
         &event_id,
         &actor,
         note.as_deref(),
+        seen,
     )
     .await
 }

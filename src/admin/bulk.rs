@@ -19,7 +19,7 @@ use super::pages::{csrf_for, html, see_other};
 use super::target::{event_href, plain_id};
 use super::view::{EventView, money};
 use crate::context::Context;
-use crate::domain::NegativeBalance;
+use crate::domain::{NegativeBalance, Status};
 use crate::http::ApiError;
 use crate::operator::{self, Action};
 
@@ -47,7 +47,12 @@ pub async fn held_page(
         .held_queue(LIMIT)
         .await?
         .into_iter()
-        .map(|row| (pick(&row.source, &row.event_id), EventView::from(row)))
+        .map(|row| {
+            (
+                pick(&row.status, &row.source, &row.event_id),
+                EventView::from(row),
+            )
+        })
         .collect();
     html(
         actix_web::http::StatusCode::OK,
@@ -59,17 +64,23 @@ pub async fn held_page(
     )
 }
 
-/// A checkbox's value: `source:event_id` (source names hold no `:`).
-fn pick(source: &str, event_id: &str) -> String {
-    format!("{source}:{event_id}")
+/// A checkbox's value: `status@source:event_id`, the status the page
+/// showed (source names and statuses hold no `@` or `:`).
+fn pick(status: &str, source: &str, event_id: &str) -> String {
+    format!("{status}@{source}:{event_id}")
 }
+
+/// One picked event: its source, its id, and the status the page that
+/// offered it showed (the action takes the event only from that status;
+/// none from a form that does not say).
+type Pick = (String, String, Option<String>);
 
 /// The form: the action, the events picked, the note (on the confirm).
 /// Parsed by hand: a repeated `pick` field is a list.
 struct BulkForm {
     csrf: String,
     action: Action,
-    picks: Vec<(String, String)>,
+    picks: Vec<Pick>,
     note: Option<String>,
 }
 
@@ -82,12 +93,22 @@ impl BulkForm {
                 "action" => action = Action::parse(&value),
                 "note" => note = Some(value),
                 "pick" => {
-                    let (source, event_id) = value
-                        .split_once(':')
-                        .ok_or_else(|| ApiError::BadRequest("a pick is source:event_id".into()))?;
+                    let (head, event_id) = value.split_once(':').ok_or_else(|| {
+                        ApiError::BadRequest("a pick is status@source:event_id".into())
+                    })?;
+                    let (seen, source) = match head.split_once('@') {
+                        Some((status, source)) => {
+                            status.parse::<Status>().map_err(|e| {
+                                ApiError::BadRequest(format!("a pick's status: {e}"))
+                            })?;
+                            (Some(status.to_owned()), source)
+                        }
+                        None => (None, head),
+                    };
                     picks.push((
                         plain_id("source", source.to_owned())?,
                         plain_id("event id", event_id.to_owned())?,
+                        seen,
                     ));
                 }
                 _ => {}
@@ -142,7 +163,7 @@ pub async fn preview(
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let mut lines = Vec::new();
     let mut totals: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
-    for (source, event_id) in &form.picks {
+    for (source, event_id, _) in &form.picks {
         let Some(row) = context.store.event(source, event_id).await? else {
             continue;
         };
@@ -165,7 +186,7 @@ pub async fn preview(
             total.1 += 1;
         }
         lines.push(PreviewLine {
-            pick: pick(&event.source, &event.event_id),
+            pick: pick(&event.status, &event.source, &event.event_id),
             event: EventView::from(event),
             skipped,
         });
@@ -211,8 +232,10 @@ pub async fn act(
     let actor = admin.actor();
     let mut results = Vec::new();
     let mut done = 0;
-    for (source, event_id) in &form.picks {
+    for (source, event_id, seen) in &form.picks {
         let configured = context.source(source).map(|s| s.as_ref());
+        // Parsed when the form was read.
+        let seen = seen.as_deref().and_then(|s| s.parse::<Status>().ok());
         let request = operator::Request {
             action: form.action,
             source,
@@ -220,7 +243,7 @@ pub async fn act(
             event_id,
             actor: &actor,
             note: Some(&note),
-            seen: None,
+            seen,
             // Events the person did not each open: the source's own
             // policy, as for a guard reset.
             negative_balance: configured.map_or(NegativeBalance::Allow, |s| s.negative_balance),

@@ -37,15 +37,25 @@ async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
         "{dashboard}"
     );
     let queue = page(&app, "/admin/held", &cookie).await;
-    for id in ["late_1a", "late_1b", "late_2", "bad_1"] {
+    for (status, id) in [
+        ("stale", "late_1a"),
+        ("stale", "late_1b"),
+        ("stale", "late_2"),
+        ("rejected", "bad_1"),
+    ] {
         assert!(
-            queue.contains(&format!(r#"value="demo:{id}""#)),
+            queue.contains(&format!(r#"value="{status}@demo:{id}""#)),
             "{id}: {queue}"
         );
     }
     let csrf = csrf_in(&queue);
     let mut fields = vec![("csrf", csrf.as_str()), ("action", "apply")];
-    for pick in ["demo:late_1a", "demo:late_1b", "demo:late_2", "demo:bad_1"] {
+    for pick in [
+        "stale@demo:late_1a",
+        "stale@demo:late_1b",
+        "stale@demo:late_2",
+        "rejected@demo:bad_1",
+    ] {
         fields.push(("pick", pick));
     }
     let preview = post_form(
@@ -79,12 +89,20 @@ async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
     );
     // The confirm form carries only what will be applied.
     assert!(
-        !preview.contains(r#"name="pick" value="demo:bad_1""#),
+        !preview.contains(r#"name="pick" value="rejected@demo:bad_1""#),
         "{preview}"
     );
 
     let mut confirm = vec![("csrf", csrf.as_str()), ("action", "apply")];
-    for pick in ["demo:late_1a", "demo:late_1b", "demo:late_2"] {
+    for pick in ["late_1a", "late_1b", "late_2"] {
+        let line = format!(r#"name="pick" value="stale@demo:{pick}""#);
+        assert!(preview.contains(&line), "{pick}: {preview}");
+    }
+    for pick in [
+        "stale@demo:late_1a",
+        "stale@demo:late_1b",
+        "stale@demo:late_2",
+    ] {
         confirm.push(("pick", pick));
     }
     let without_note = post_form(
@@ -145,6 +163,17 @@ async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
     )
     .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(app.event("demo", "bad_1").await["status"], "rejected");
+    // A pick for the status a page showed takes the event only from it.
+    let other = [
+        ("csrf", csrf.as_str()),
+        ("action", "dismiss"),
+        ("pick", "waiting@demo:bad_1"),
+        ("note", "meant for a waiting one"),
+    ];
+    let other = post_form(&app, "/admin/held/act", &cookie, Some(&app.address), &other).await;
+    let other = other.text().await.unwrap();
+    assert!(other.contains("0 of 1 done"), "{other}");
     assert_eq!(app.event("demo", "bad_1").await["status"], "rejected");
     app.assert_invariants().await;
 }

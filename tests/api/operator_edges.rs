@@ -320,7 +320,39 @@ async fn the_guard_page_names_the_floor(backend: Backend) {
     assert!(!guard.contains(">-4611686018427387905<"), "{guard}");
 }
 
+/// An API action that says which status its caller saw takes the event
+/// only from it; a status that is not one is a 400.
+async fn an_action_for_another_status_moves_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.send_ok(&credit_seq("msg_1", "acct_1", 1000, 2)).await;
+    app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await;
+    let path = "/admin/api/events/demo/msg_2/dismiss";
+    assert_error(
+        app.admin_post(path, r#"{"note": "x", "status": "rejected"}"#)
+            .await,
+        StatusCode::CONFLICT,
+        "wrong_status",
+    )
+    .await;
+    assert_error(
+        app.admin_post(path, r#"{"status": "lost"}"#).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    )
+    .await;
+    assert_eq!(app.event("demo", "msg_2").await["status"], "stale");
+    let applied = app
+        .admin_post(
+            "/admin/api/events/demo/msg_2/apply",
+            r#"{"note": "checked", "status": "stale"}"#,
+        )
+        .await;
+    assert_eq!(applied.status(), StatusCode::OK);
+    assert_eq!(app.balance("acct_1", "USD").await, 750);
+}
+
 crate::both_backends!(
+    an_action_for_another_status_moves_nothing,
     the_guard_page_names_the_floor,
     applying_beyond_the_balance_range_is_409_held_and_audited,
     a_guard_reset_releases_what_an_absurd_sequence_held,

@@ -202,13 +202,17 @@ pub(super) fn parse_note(body: &[u8]) -> Result<(Option<String>, Option<Status>)
             "body must be {{\"note\": \"...\", \"status\": \"...\"}}, both optional: {e}"
         ))
     })?;
-    let seen = parsed
-        .status
-        .as_deref()
-        .map(str::parse::<Status>)
+    Ok((
+        clean_note(parsed.note)?,
+        seen_status(parsed.status.as_deref())?,
+    ))
+}
+
+/// The status a caller says it saw, if it says: one of the statuses, or 400.
+pub(super) fn seen_status(text: Option<&str>) -> Result<Option<Status>, ApiError> {
+    text.map(str::parse::<Status>)
         .transpose()
-        .map_err(|e| ApiError::BadRequest(format!("status: {e}")))?;
-    Ok((clean_note(parsed.note)?, seen))
+        .map_err(|e| ApiError::BadRequest(format!("status: {e}")))
 }
 
 /// Trims a note, treating blank as none, and bounds its length.

@@ -9,7 +9,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::api::clean_note;
+use super::api::{clean_note, seen_status};
 use super::auth::{
     PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
 };
@@ -276,12 +276,7 @@ pub async fn event_action(
     check_csrf(&request, &admin, &context, &form.csrf)?;
     let EventRef { source, event_id } = target;
     let form = form.into_inner();
-    let seen = form
-        .status
-        .as_deref()
-        .map(str::parse::<crate::domain::Status>)
-        .transpose()
-        .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+    let seen = seen_status(form.status.as_deref())?;
     let note = clean_note(form.note)?;
     let actor = admin.actor();
     if action.action == "replay" {

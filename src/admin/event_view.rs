@@ -138,6 +138,11 @@ impl EventDetailView {
         let current = reason_is_current(&event.status);
         let reason_now = match (current, &stored_reason) {
             (true, Some(reason)) => reason.clone(),
+            // Ignored under the config it arrived with, mapped by today's:
+            // the replay below says what it would do.
+            (true, None) if event.status == "ignored" && context.replay.as_ref().is_some_and(|r| r.would_change) => {
+                "its source mapped no money movement for it when it arrived; the current config does (see Replay)".to_owned()
+            }
             (true, None) if event.status == "ignored" => {
                 context.ignored_because.unwrap_or_default()
             }
@@ -205,14 +210,11 @@ fn signed_time(at: i64, received: chrono::DateTime<chrono::Utc>) -> String {
     }
 }
 
-/// Why a source left an event alone: the types it maps, and that this one
-/// is not among them (or is, but its conditions did not hold).
+/// Why a source leaves an event alone: the types it maps (its own lists
+/// included), and that this one is not among them (or is, but its
+/// conditions did not hold).
 pub fn ignored_because(source: &crate::source::Source, event_type: &str) -> String {
-    let mapped: Vec<&str> =
-        crate::providers::enabled_rules(source.provider.rules(), &source.mapping)
-            .iter()
-            .map(|rule| rule.event_type)
-            .collect();
+    let mapped = crate::providers::mapped_types(source.provider.rules(), &source.mapping);
     if mapped.contains(&event_type) {
         format!(
             "{event_type} moves money only in some states (a refund that succeeded, say), and this one was not in them"

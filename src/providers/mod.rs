@@ -41,7 +41,9 @@ use crate::secret::{KeyBytes, Secret};
 
 pub use delivery::{Delivery, HeaderPairs, HeaderSource, RecordingHeaders};
 pub use json_path::{JsonPath, JsonPathError};
-pub use rules::{Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event};
+pub use rules::{
+    Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event, mapped_types,
+};
 pub use strict_json::Ambiguity;
 
 /// Every source kind hookledger knows, by its config name.

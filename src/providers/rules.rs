@@ -128,6 +128,24 @@ fn rule_for<'r>(rules: &'r [Rule], event_type: &str, mapping: &Mapping) -> Optio
         .and_then(|credit| rules.iter().find(|r| r.effect.is_credit() == credit))
 }
 
+/// Every event type a source maps, under its type lists: the kind's rules
+/// it enables, then the types its own lists add (which take the kind's
+/// first rule of their class), each once.
+pub fn mapped_types<'m>(rules: &'m [Rule], mapping: &'m Mapping) -> Vec<&'m str> {
+    let listed = [&mapping.credit_types, &mapping.debit_types]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(String::as_str);
+    let mut types: Vec<&str> = Vec::new();
+    for event_type in rules.iter().map(|r| r.event_type).chain(listed) {
+        if !types.contains(&event_type) && rule_for(rules, event_type, mapping).is_some() {
+            types.push(event_type);
+        }
+    }
+    types
+}
+
 /// The kind's rules a source maps, under its type lists.
 pub fn enabled_rules<'r>(rules: &'r [Rule], mapping: &Mapping) -> Vec<&'r Rule> {
     rules
@@ -316,5 +334,32 @@ fn object_at(root: &Value, path: &str) -> Result<Option<String>, String> {
         found => payment_ref(found, path)
             .map(Some)
             .map_err(|_| format!("object id at {path} must be a string or integer of 1-255 characters without control characters")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::{JsonPath, provider_for};
+
+    #[test]
+    fn mapped_types_include_what_the_source_lists_itself() {
+        let kind = provider_for("standard-webhooks").unwrap();
+        let mut mapping = Mapping::with_account_path(JsonPath::parse("data.account_id").unwrap());
+        assert_eq!(
+            mapped_types(kind.rules(), &mapping),
+            ["balance.credit", "balance.debit"]
+        );
+        mapping.credit_types = Some(vec!["invoice.paid".into(), "balance.credit".into()]);
+        assert_eq!(
+            mapped_types(kind.rules(), &mapping),
+            ["balance.credit", "balance.debit", "invoice.paid"]
+        );
+        // A list replaces the kind's types of its class.
+        mapping.credit_types = Some(vec!["invoice.paid".into()]);
+        assert_eq!(
+            mapped_types(kind.rules(), &mapping),
+            ["balance.debit", "invoice.paid"]
+        );
     }
 }

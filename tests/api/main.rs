@@ -14,6 +14,7 @@ mod posting_statement;
 mod process;
 mod receiver;
 mod replay;
+mod replay_cli;
 mod replay_refusals;
 mod samples;
 

@@ -113,13 +113,18 @@ pub fn check_token(
 ) -> Result<Identity, ApiError> {
     let mut matched = None;
     check_at(request, context, Gate::Admin(&mut matched), token)?;
-    let admin = matched
+    matched
         .and_then(|i| context.admins.get(i))
-        .ok_or(ApiError::Internal)?;
-    Ok(Identity {
+        .map(identity)
+        .ok_or(ApiError::Internal)
+}
+
+/// Who holds a configured admin token, as a request's extractor says.
+fn identity(admin: &crate::config::AdminToken) -> Identity {
+    Identity {
         name: admin.name.clone(),
         read_only: admin.read_only,
-    })
+    }
 }
 
 /// [`check_token`] for `GET /metrics`'s own token: the same constant-time
@@ -226,10 +231,7 @@ fn holder(context: &Context, session: &Session) -> Option<Identity> {
         .admins
         .iter()
         .find(|admin| admin.name == session.who)
-        .map(|admin| Identity {
-            name: admin.name.clone(),
-            read_only: admin.read_only,
-        })
+        .map(identity)
 }
 
 impl FromRequest for BearerAdmin {

@@ -168,11 +168,15 @@ pub async fn preview(
             continue;
         };
         let event = row.event;
-        let skipped = match (form.action, event.status.as_str()) {
-            (Action::Apply, "stale") => None,
-            (Action::Apply, _) => Some("only a stale event can be applied as it stands"),
-            (Action::Dismiss, "stale" | "rejected" | "waiting") => None,
-            (Action::Dismiss, _) => Some("no longer held"),
+        // What `operator::act` will take, by its own rule.
+        let takes = event
+            .status
+            .parse::<Status>()
+            .is_ok_and(|status| form.action.takes(status));
+        let skipped = match (takes, form.action) {
+            (true, _) => None,
+            (false, Action::Apply) => Some("only a stale event can be applied as it stands"),
+            (false, Action::Dismiss) => Some("no longer held"),
         };
         if skipped.is_none()
             && form.action == Action::Apply

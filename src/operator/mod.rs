@@ -40,6 +40,11 @@ impl Action {
         }
     }
 
+    /// Whether this action may take an event in `status`.
+    pub fn takes(self, status: Status) -> bool {
+        self.held_statuses().contains(&status)
+    }
+
     /// The statuses this action may start from, tried in order.
     fn held_statuses(self) -> &'static [Status] {
         match self {

@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::Utc;
-use hookledger::domain::Status;
-use hookledger::store::{IntentUpsert, NewIntent, NewLedgerEntry, Store};
+use hookledger::store::{IntentUpsert, NewLedgerEntry, Store};
 
 use crate::helpers::*;
 use crate::outbox::{app_with, drained, http_destination};
@@ -21,31 +20,7 @@ async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
 /// A posting's intent and its message, written in `tx` but not committed.
 async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
     let mut tx = store.begin().await.unwrap();
-    let intent = NewIntent {
-        source: "demo",
-        scope: "demo",
-        event_id,
-        event_type: "balance.credit",
-        status: Status::Applied,
-        reason: None,
-        account_id: Some("cus_1"),
-        currency: Some("USD"),
-        amount_minor: Some(100),
-        object_id: None,
-        sequence: Some(1),
-        occurred_at: None,
-        payload_sha256: "00",
-        payload: b"{}",
-        received_at: Utc::now(),
-        signature_headers: None,
-        signed_at: None,
-        signed_event_id: None,
-        payment_ref: None,
-        reversal: None,
-        reversal_total: None,
-        undoes: None,
-        partial: false,
-    };
+    let intent = crate::posting_statement::applied_intent(event_id, "cus_1", 100, 1);
     let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };

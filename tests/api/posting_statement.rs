@@ -10,38 +10,45 @@ use serde_json::Value;
 use crate::helpers::*;
 use crate::outbox::{app_with, http_destination};
 
+/// An applied intent of the `demo` source (what a posting needs first).
+pub(crate) fn applied_intent<'a>(
+    event_id: &'a str,
+    account: &'a str,
+    amount: i64,
+    sequence: i64,
+) -> NewIntent<'a> {
+    NewIntent {
+        source: "demo",
+        scope: "demo",
+        event_id,
+        event_type: "balance.credit",
+        status: Status::Applied,
+        reason: None,
+        account_id: Some(account),
+        currency: Some("USD"),
+        amount_minor: Some(amount),
+        object_id: None,
+        sequence: Some(sequence),
+        occurred_at: Some(Utc.with_ymd_and_hms(2026, 5, 1, 9, 30, 0).unwrap()),
+        payload_sha256: "00",
+        payload: b"{}",
+        received_at: now(),
+        signature_headers: None,
+        signed_at: None,
+        signed_event_id: None,
+        payment_ref: None,
+        reversal: None,
+        reversal_total: None,
+        undoes: None,
+        partial: false,
+    }
+}
+
 /// A new applied intent for `event_id`, in its own committed transaction.
 async fn intent(store: &Store, event_id: &str, account: &str, amount: i64, sequence: i64) -> i64 {
     let mut tx = store.begin().await.unwrap();
-    let IntentUpsert::Inserted { intent_id } = tx
-        .insert_intent(&NewIntent {
-            source: "demo",
-            scope: "demo",
-            event_id,
-            event_type: "balance.credit",
-            status: Status::Applied,
-            reason: None,
-            account_id: Some(account),
-            currency: Some("USD"),
-            amount_minor: Some(amount),
-            object_id: None,
-            sequence: Some(sequence),
-            occurred_at: Some(Utc.with_ymd_and_hms(2026, 5, 1, 9, 30, 0).unwrap()),
-            payload_sha256: "00",
-            payload: b"{}",
-            received_at: now(),
-            signature_headers: None,
-            signed_at: None,
-            signed_event_id: None,
-            payment_ref: None,
-            reversal: None,
-            reversal_total: None,
-            undoes: None,
-            partial: false,
-        })
-        .await
-        .unwrap()
-    else {
+    let intent = applied_intent(event_id, account, amount, sequence);
+    let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };
     tx.commit().await.unwrap();

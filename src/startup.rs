@@ -91,10 +91,50 @@ fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
     (!folder.as_os_str().is_empty() && !climbs).then(|| folder.to_path_buf())
 }
 
+/// What every request handler shares, from the config's sources, tokens
+/// and limits (taken out of `config`); `metrics` counts for this process.
+pub fn context(
+    config: &mut Config,
+    store: &Store,
+    clock: Arc<dyn Clock>,
+    metrics: Metrics,
+) -> Context {
+    let main_admin = crate::config::AdminToken {
+        name: crate::config::MAIN_ADMIN.to_owned(),
+        token: config.admin.token.clone(),
+        read_only: false,
+    };
+    Context {
+        ingestor: crate::ingest::Ingestor::new(store),
+        store: store.clone(),
+        sources: std::mem::take(&mut config.sources)
+            .into_iter()
+            .map(|s| (s.name.to_string(), Arc::new(s)))
+            .collect::<HashMap<_, _>>(),
+        clock,
+        metrics,
+        failures: Default::default(),
+        invariants: Default::default(),
+        drain: DrainSignal::default(),
+        release_sweep: config.release_sweep,
+        sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
+        admins: std::iter::once(main_admin)
+            .chain(std::mem::take(&mut config.admin.tokens))
+            .collect(),
+        metrics_token: config.metrics_token.take(),
+        sign_in: SignInThrottle::default(),
+        metrics_sign_in: SignInThrottle::default(),
+        max_body_bytes: config.max_body_bytes,
+        log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
+        trusted_proxies: config.limits.trusted_proxies.clone(),
+    }
+}
+
 impl Application {
-    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
+    pub async fn build(mut config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
+        let address = config.listen.clone();
         let bind_error = |source| StartupError::Bind {
-            address: config.listen.clone(),
+            address: address.clone(),
             source,
         };
         let listener = TcpListener::bind(&config.listen).map_err(bind_error)?;
@@ -109,35 +149,7 @@ impl Application {
         let lifetime = connection_lifetime(&config);
         let metrics = Metrics::default();
         let relay_metrics = metrics.outbox();
-        let context = Data::new(Context {
-            ingestor: crate::ingest::Ingestor::new(&store),
-            store: store.clone(),
-            sources: config
-                .sources
-                .into_iter()
-                .map(|s| (s.name.to_string(), Arc::new(s)))
-                .collect::<HashMap<_, _>>(),
-            clock,
-            metrics,
-            failures: Default::default(),
-            invariants: Default::default(),
-            drain: DrainSignal::default(),
-            release_sweep: config.release_sweep,
-            sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
-            admins: std::iter::once(crate::config::AdminToken {
-                name: crate::config::MAIN_ADMIN.to_owned(),
-                token: config.admin.token,
-                read_only: false,
-            })
-            .chain(config.admin.tokens)
-            .collect(),
-            metrics_token: config.metrics_token,
-            sign_in: SignInThrottle::default(),
-            metrics_sign_in: SignInThrottle::default(),
-            max_body_bytes: config.max_body_bytes,
-            log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
-            trusted_proxies: config.limits.trusted_proxies.clone(),
-        });
+        let context = Data::new(context(&mut config, &store, clock, metrics));
         let background = Background::spawn(
             context.clone().into_inner(),
             config.limits.log_summary,

@@ -52,7 +52,7 @@ pub enum Command {
     },
     /// Run only the outbox relays: deliver the messages every instance
     /// writes to the configured destinations.
-    Relay,
+    Relay(outbox::RelayArgs),
     /// Outbox maintenance.
     Outbox {
         #[command(subcommand)]
@@ -125,7 +125,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             config.run_relays = !no_relay;
             serve(config).await
         }
-        Command::Relay => outbox::relay(load(&cli.config)?).await,
+        Command::Relay(args) => outbox::relay(load(&cli.config)?, args).await,
         Command::Outbox {
             command: outbox::OutboxCommand::Replay(args),
         } => outbox::replay(load(&cli.config)?, args).await,

@@ -5,10 +5,17 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use super::CliError;
+use std::sync::Arc;
+
+use actix_web::web::Data;
+use actix_web::{App, HttpServer};
+
+use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::outbox::Relays;
 use crate::startup::{StartupError, connect_store};
-use crate::store::Replay;
+use crate::store::{Replay, Store};
+use crate::telemetry::Metrics;
 
 #[derive(Debug, Subcommand)]
 pub enum OutboxCommand {
@@ -16,6 +23,16 @@ pub enum OutboxCommand {
     /// delivered ones, each with its message id unchanged and its attempts
     /// counted afresh; the relays send them again.
     Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// Serve `/metrics` (this process's deliveries, dead letters and send
+    /// times, and the shared outbox's gauges), `/healthz` and `/readyz` on
+    /// this address, e.g. 127.0.0.1:9465. `/metrics` takes `metrics.token`
+    /// when one is configured, as on `serve`.
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -82,7 +99,7 @@ pub async fn replay(config: Config, args: ReplayArgs) -> Result<(), CliError> {
 
 /// Runs the relays (and the purge of delivered rows) until SIGTERM or
 /// Ctrl-C, then lets sends in flight finish.
-pub async fn relay(config: Config) -> Result<(), CliError> {
+pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> {
     if config.destinations.is_empty() {
         return Err(CliError::Init(
             "no [[destinations]] in the config: nothing to relay".to_owned(),
@@ -91,14 +108,8 @@ pub async fn relay(config: Config) -> Result<(), CliError> {
     let store = connect_store(&config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
     let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
-    // Counted, but not exposed: this process serves no HTTP. The gauges on
-    // any `serve` instance's /metrics read the shared outbox table.
-    let relays = Relays::spawn(
-        &store,
-        &config.destinations,
-        grace,
-        crate::telemetry::OutboxInstruments::default(),
-    );
+    let metrics = Metrics::default();
+    let relays = Relays::spawn(&store, &config.destinations, grace, metrics.outbox());
     let names: Vec<_> = config
         .destinations
         .iter()
@@ -122,11 +133,53 @@ pub async fn relay(config: Config) -> Result<(), CliError> {
             }
         }
     });
+    let listener = match &args.metrics_listen {
+        Some(address) => Some(metrics_listener(address, &mut config, &store, metrics)?),
+        None => None,
+    };
     if let Some(signal) = crate::startup::shutdown_signal().await {
         tracing::info!(signal, "relay: stopping; sends in flight finish");
+    }
+    if let Some(listener) = listener {
+        listener.stop(true).await;
     }
     purge.abort();
     relays.stop().await;
     store.close().await;
     Ok(())
+}
+
+/// Serves the relay's counters on `address` until stopped.
+fn metrics_listener(
+    address: &str,
+    config: &mut Config,
+    store: &Store,
+    metrics: Metrics,
+) -> Result<actix_web::dev::ServerHandle, CliError> {
+    let bind_error = |source| StartupError::Bind {
+        address: address.to_owned(),
+        source,
+    };
+    let context = Data::new(crate::startup::context(
+        config,
+        store,
+        Arc::new(SystemClock),
+        metrics,
+    ));
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(context.clone())
+            .configure(crate::http::configure_relay)
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(address)
+    .map_err(bind_error)?;
+    if let Some(bound) = server.addrs().first() {
+        println!("hookledger relay: metrics on http://{bound}/metrics");
+    }
+    let server = server.run();
+    let handle = server.handle();
+    tokio::spawn(server);
+    Ok(handle)
 }

@@ -30,3 +30,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     .service(Endpoint::new("/readyz").get(health::readyz).finish())
     .service(Endpoint::new("/metrics").get(metrics::metrics).finish());
 }
+
+/// A relay's own listener (`hookledger relay --metrics-listen`): the
+/// probes and `/metrics`, behind the same token as `serve`'s.
+pub fn configure_relay(cfg: &mut web::ServiceConfig) {
+    cfg.service(Endpoint::new("/healthz").get(health::healthz).finish())
+        .service(Endpoint::new("/readyz").get(health::readyz).finish())
+        .service(Endpoint::new("/metrics").get(metrics::metrics).finish());
+}

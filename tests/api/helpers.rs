@@ -39,6 +39,7 @@ pub fn base_config(database_url: &str, options: &Options<'_>) -> String {
         top_level,
         database,
         extra_sources,
+        ..
     } = options;
     // A test that sizes the pool itself replaces the default size.
     let pool = ["max_connections = 8", ""][usize::from(database.contains("max_connections"))];
@@ -127,6 +128,9 @@ pub struct Options<'a> {
     pub top_level: &'a str,
     pub database: &'a str,
     pub extra_sources: &'a str,
+    /// As `serve --no-relay`: the outbox is written, and left to
+    /// `hookledger relay` processes.
+    pub no_relay: bool,
 }
 
 impl TestApp {
@@ -182,7 +186,8 @@ impl TestApp {
 
     async fn start(database_url: String, options: &Options<'_>) -> TestApp {
         let text = base_config(&database_url, options);
-        let config = from_toml(&text, &|_| None).expect("test config is valid");
+        let mut config = from_toml(&text, &|_| None).expect("test config is valid");
+        config.run_relays = !options.no_relay;
         let clock = Arc::new(ManualClock::new(now()));
         let app = Application::build(config, clock.clone())
             .await

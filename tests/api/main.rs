@@ -13,6 +13,7 @@ mod postgres;
 mod posting_statement;
 mod process;
 mod receiver;
+mod relay_process;
 mod replay;
 mod replay_cli;
 mod replay_refusals;

@@ -14,7 +14,16 @@ use crate::receiver::{Answer, Receiver};
 
 /// Every sample line as `name{labels}` -> value.
 async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
-    let mut request = app.client.get(app.url("/metrics"));
+    scrape_url(&app.client, &app.url("/metrics"), token).await
+}
+
+/// The same from any hookledger process's `/metrics` (a relay's, say).
+pub(crate) async fn scrape_url(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> HashMap<String, f64> {
+    let mut request = client.get(url);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -34,7 +43,7 @@ async fn scrape(app: &TestApp, token: Option<&str>) -> HashMap<String, f64> {
         .collect()
 }
 
-fn value(samples: &HashMap<String, f64>, series: &str) -> f64 {
+pub(crate) fn value(samples: &HashMap<String, f64>, series: &str) -> f64 {
     *samples
         .get(series)
         .unwrap_or_else(|| panic!("{series} missing from {samples:#?}"))

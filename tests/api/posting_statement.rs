@@ -104,11 +104,12 @@ async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
 /// table's own column list.
 async fn sqlite_rows(app: &TestApp, table: &'static str, account: &str) -> Vec<(String,)> {
     let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
-    let columns: Vec<(String,)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("select name from pragma_table_info('{table}')")))
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+    let columns: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "select name from pragma_table_info('{table}')"
+    )))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
     assert!(columns.len() >= 5, "{table}: {columns:?}");
     let pairs: Vec<String> = columns
         .iter()

@@ -56,9 +56,20 @@ impl Server {
     /// up to the line starting with `last`, failing after 60 s rather than
     /// hanging.
     pub fn start(dir: &Path, env: &[(&str, &str)], last: &'static str) -> Server {
+        Self::start_with(dir, &[], env, last)
+    }
+
+    /// The same with command-line `args` (a subcommand, say).
+    pub fn start_with(
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        last: &'static str,
+    ) -> Server {
         let log = dir.join("hookledger.log");
         let mut command = hookledger(dir);
         command
+            .args(args)
             .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")
             .env("HOOKLEDGER_WORKERS", "1")
             .envs(env.iter().copied())

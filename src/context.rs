@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::admin::SignInThrottle;
 use crate::clock::Clock;
-use crate::config::AdminToken;
+use crate::config::{AdminToken, Config};
 use crate::drain::DrainSignal;
 use crate::failures::VerificationFailures;
 use crate::http::proxy::TrustedProxies;
@@ -54,7 +54,49 @@ pub struct Context {
 }
 
 impl Context {
+    /// What every request handler shares, from the config's sources, tokens
+    /// and limits (taken out of `config`); `metrics` counts for this process.
+    pub fn new(
+        config: &mut Config,
+        store: &Store,
+        clock: Arc<dyn Clock>,
+        metrics: Metrics,
+    ) -> Context {
+        let main_admin = AdminToken {
+            name: crate::config::MAIN_ADMIN.to_owned(),
+            token: config.admin.token.clone(),
+            read_only: false,
+        };
+        Context {
+            ingestor: crate::ingest::Ingestor::new(store),
+            store: store.clone(),
+            sources: std::mem::take(&mut config.sources)
+                .into_iter()
+                .map(|s| (s.name.to_string(), Arc::new(s)))
+                .collect::<HashMap<_, _>>(),
+            clock,
+            metrics,
+            failures: Default::default(),
+            invariants: Default::default(),
+            drain: DrainSignal::default(),
+            release_sweep: config.release_sweep,
+            sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
+            admins: std::iter::once(main_admin)
+                .chain(std::mem::take(&mut config.admin.tokens))
+                .collect(),
+            metrics_token: config.metrics_token.take(),
+            sign_in: SignInThrottle::default(),
+            metrics_sign_in: SignInThrottle::default(),
+            max_body_bytes: config.max_body_bytes,
+            log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
+            trusted_proxies: config.limits.trusted_proxies.clone(),
+        }
+    }
+
     pub fn source(&self, name: &str) -> Option<&Arc<Source>> {
         self.sources.get(name)
     }
 }
+
+/// Lines each kind of unauthenticated failure may log per key and window.
+const LOG_LINES_PER_WINDOW: u32 = 10;

@@ -1,7 +1,6 @@
 //! Building and running the application: bind first (so tests can use port
 //! 0 and learn the port), connect, migrate, then serve.
 
-use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -18,17 +17,13 @@ use actix_web::{App, HttpResponse};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
-use crate::admin::SignInThrottle;
 use crate::background::Background;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
-use crate::drain::DrainSignal;
 use crate::http::gate::ConnectionGate;
 use crate::http::{ApiError, connection, deadline};
-use crate::session::SessionKeys;
 use crate::store::{Store, StoreError};
-use crate::telemetry::LogBudget;
 use crate::telemetry::Metrics;
 use crate::{admin, http};
 
@@ -91,45 +86,6 @@ fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
     (!folder.as_os_str().is_empty() && !climbs).then(|| folder.to_path_buf())
 }
 
-/// What every request handler shares, from the config's sources, tokens
-/// and limits (taken out of `config`); `metrics` counts for this process.
-pub fn context(
-    config: &mut Config,
-    store: &Store,
-    clock: Arc<dyn Clock>,
-    metrics: Metrics,
-) -> Context {
-    let main_admin = crate::config::AdminToken {
-        name: crate::config::MAIN_ADMIN.to_owned(),
-        token: config.admin.token.clone(),
-        read_only: false,
-    };
-    Context {
-        ingestor: crate::ingest::Ingestor::new(store),
-        store: store.clone(),
-        sources: std::mem::take(&mut config.sources)
-            .into_iter()
-            .map(|s| (s.name.to_string(), Arc::new(s)))
-            .collect::<HashMap<_, _>>(),
-        clock,
-        metrics,
-        failures: Default::default(),
-        invariants: Default::default(),
-        drain: DrainSignal::default(),
-        release_sweep: config.release_sweep,
-        sessions: SessionKeys::new(&config.admin.token, config.admin.session_ttl_secs),
-        admins: std::iter::once(main_admin)
-            .chain(std::mem::take(&mut config.admin.tokens))
-            .collect(),
-        metrics_token: config.metrics_token.take(),
-        sign_in: SignInThrottle::default(),
-        metrics_sign_in: SignInThrottle::default(),
-        max_body_bytes: config.max_body_bytes,
-        log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
-        trusted_proxies: config.limits.trusted_proxies.clone(),
-    }
-}
-
 impl Application {
     pub async fn build(mut config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
         let address = config.listen.clone();
@@ -149,7 +105,7 @@ impl Application {
         let lifetime = connection_lifetime(&config);
         let metrics = Metrics::default();
         let relay_metrics = metrics.outbox();
-        let context = Data::new(context(&mut config, &store, clock, metrics));
+        let context = Data::new(Context::new(&mut config, &store, clock, metrics));
         let background = Background::spawn(
             context.clone().into_inner(),
             config.limits.log_summary,
@@ -337,9 +293,6 @@ async fn place_in_scopes(
     }
     Ok(())
 }
-
-/// Lines each kind of unauthenticated failure may log per key and window.
-const LOG_LINES_PER_WINDOW: u32 = 10;
 
 /// The longest a connection may live: its head and its body within the
 /// read deadline each, then the handler's worst healthy case (a pooled

@@ -160,7 +160,7 @@ fn metrics_listener(
         address: address.to_owned(),
         source,
     };
-    let context = Data::new(crate::startup::context(
+    let context = Data::new(crate::context::Context::new(
         config,
         store,
         Arc::new(SystemClock),

@@ -79,6 +79,24 @@ from intents i, json_each($12) d
 where i.intent_id = $5
 on conflict (destination, message_id) do nothing";
 
+/// Binds `$1`-`$11`, which `POST_PG` and `ENTRY_AND_MESSAGES_SQLITE` share.
+macro_rules! bind_posting {
+    ($query:expr, $posting:expr, $message_id:expr) => {
+        $query
+            .bind($posting.account_id)
+            .bind($posting.currency)
+            .bind($posting.amount_minor)
+            .bind($posting.created_at)
+            .bind($posting.intent_id)
+            .bind($posting.source)
+            .bind($posting.event_id)
+            .bind($posting.object_id)
+            .bind($posting.operator_applied)
+            .bind($posting.credits_payment)
+            .bind($message_id)
+    };
+}
+
 /// A balance movement to write: what the ledger entry records.
 pub struct NewPosting<'a> {
     pub intent_id: i64,
@@ -106,18 +124,7 @@ impl WriteTx {
             return self.post_sqlite(posting, &destinations).await;
         };
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
-        let row: Option<(i64,)> = sqlx::query_as(POST_PG)
-            .bind(posting.account_id)
-            .bind(posting.currency)
-            .bind(posting.amount_minor)
-            .bind(posting.created_at)
-            .bind(posting.intent_id)
-            .bind(posting.source)
-            .bind(posting.event_id)
-            .bind(posting.object_id)
-            .bind(posting.operator_applied)
-            .bind(posting.credits_payment)
-            .bind(&message_id)
+        let row: Option<(i64,)> = bind_posting!(sqlx::query_as(POST_PG), posting, &message_id)
             .bind(&destinations)
             .fetch_optional(&mut **tx)
             .await?;
@@ -133,14 +140,7 @@ impl WriteTx {
         posting: &NewPosting<'_>,
         destinations: &[&str],
     ) -> Result<i64, StoreError> {
-        let (balance_after_minor, account_seq) = self
-            .upsert_balance(
-                posting.account_id,
-                posting.currency,
-                posting.amount_minor,
-                posting.created_at,
-            )
-            .await?;
+        let (balance_after_minor, account_seq) = self.move_balance(posting).await?;
         if destinations.is_empty() {
             self.insert_ledger_entry(&entry_of(posting, balance_after_minor, account_seq))
                 .await?;
@@ -148,18 +148,7 @@ impl WriteTx {
         }
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
         let destinations = serde_json::to_string(destinations).expect("strings serialise");
-        on_tx!(self, conn => sqlx::query(ENTRY_AND_MESSAGES_SQLITE)
-            .bind(posting.account_id)
-            .bind(posting.currency)
-            .bind(posting.amount_minor)
-            .bind(posting.created_at)
-            .bind(posting.intent_id)
-            .bind(posting.source)
-            .bind(posting.event_id)
-            .bind(posting.object_id)
-            .bind(posting.operator_applied)
-            .bind(posting.credits_payment)
-            .bind(&message_id)
+        on_tx!(self, conn => bind_posting!(sqlx::query(ENTRY_AND_MESSAGES_SQLITE), posting, &message_id)
             .bind(destinations)
             .bind(balance_after_minor)
             .bind(account_seq)
@@ -170,17 +159,21 @@ impl WriteTx {
         Ok(balance_after_minor)
     }
 
+    /// The balance after `posting`, and the posting's number on it.
+    async fn move_balance(&mut self, posting: &NewPosting<'_>) -> Result<(i64, i64), StoreError> {
+        self.upsert_balance(
+            posting.account_id,
+            posting.currency,
+            posting.amount_minor,
+            posting.created_at,
+        )
+        .await
+    }
+
     /// The same as three statements, each message on its own: on both
     /// backends what the faster ways are tested against.
     pub async fn post_in_steps(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
-        let (balance_after_minor, account_seq) = self
-            .upsert_balance(
-                posting.account_id,
-                posting.currency,
-                posting.amount_minor,
-                posting.created_at,
-            )
-            .await?;
+        let (balance_after_minor, account_seq) = self.move_balance(posting).await?;
         let entry = entry_of(posting, balance_after_minor, account_seq);
         self.insert_ledger_entry(&entry).await?;
         self.enqueue_posting(&entry).await?;

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""What the relay's claim costs on an ordered destination when one account
+is blocked (its first message a dead letter) with BACKLOG messages waiting
+behind it, and 64 messages of other accounts due. The claim is read from
+src/store/outbox/relay.rs (SQLite's form), the schema from
+migrations/sqlite. Python's sqlite3; each claim is rolled back, so every
+run claims the same rows.
+
+    python3 tools/ordered-claim-cost.py [BACKLOG ...]
+"""
+import glob
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MESSAGE = """insert into outbox (destination, message_id, message_type, intent_id, source,
+    event_id, event_status, account_id, currency, amount_minor, balance_after_minor,
+    account_seq, object_id, occurred_at, posted_at, operator_applied, state, attempts,
+    next_attempt_ms, created_at)
+values ('d', ?, 'ledger.posted', 1, 'b', ?, 'applied', ?, 'USD', 1, 1, ?, null, '2026',
+    '2026', 0, ?, 0, 0, '2026')"""
+
+
+def claim_sql():
+    text = open(os.path.join(ROOT, "src/store/outbox/relay.rs")).read()
+    found = re.search(
+        r'macro_rules! due_rows \{.*?concat!\(\s*"(.*?)",\s*\$lock,\s*"\)(.*?)"\s*\)',
+        text,
+        re.S,
+    )
+    if not found:
+        sys.exit("the claim statement was not found in src/store/outbox/relay.rs")
+    return re.sub(r"\$(\d+)", r"?\1", found.group(1) + ")" + found.group(2))
+
+
+def database():
+    folder = tempfile.mkdtemp()
+    conn = sqlite3.connect(os.path.join(folder, "claim.db"), isolation_level=None)
+    for migration in sorted(glob.glob(os.path.join(ROOT, "migrations/sqlite/*.sql"))):
+        conn.executescript(open(migration).read())
+    return conn
+
+
+def main():
+    backlogs = [int(a) for a in sys.argv[1:]] or [0, 1000, 10000, 50000]
+    claim = claim_sql()
+    for backlog in backlogs:
+        conn = database()
+        conn.execute("begin")
+        conn.execute(MESSAGE, ("m-dead", "e-dead", "blocked", 1, "dead"))
+        for i in range(backlog):
+            conn.execute(MESSAGE, (f"m{i}", f"e{i}", "blocked", i + 2, "pending"))
+        for i in range(64):
+            conn.execute(MESSAGE, (f"n{i}", f"f{i}", f"free{i}", 1, "pending"))
+        conn.execute("commit")
+        runs = 20
+        started = time.perf_counter()
+        for _ in range(runs):
+            conn.execute("begin")
+            rows = conn.execute(claim, ("d", "me", 10**15, 10**15 + 1, True, 64)).fetchall()
+            conn.execute("rollback")
+        took = (time.perf_counter() - started) / runs
+        print(f"blocked {backlog:>6}: claimed {len(rows)} rows, {took * 1e3:.2f} ms per claim")
+
+
+if __name__ == "__main__":
+    main()

@@ -25,6 +25,9 @@ pub enum OutboxCommand {
     Replay(ReplayArgs),
 }
 
+/// Connections the relay's metrics listener serves at once.
+const LISTENER_CONNECTIONS: usize = 8;
+
 #[derive(Debug, Args)]
 pub struct RelayArgs {
     /// Serve `/metrics` (this process's deliveries, dead letters and send
@@ -108,8 +111,6 @@ pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> 
     let store = connect_store(&config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
     let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
-    let metrics = Metrics::default();
-    let relays = Relays::spawn(&store, &config.destinations, grace, metrics.outbox());
     let names: Vec<_> = config
         .destinations
         .iter()
@@ -120,6 +121,21 @@ pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> 
         names.join(", "),
         store.describe()
     );
+    let metrics = Metrics::default();
+    let instruments = metrics.outbox();
+    // Bound before any relay claims a row: a bad address fails the start
+    // with nothing leased.
+    let listener = match &args.metrics_listen {
+        Some(address) => Some(metrics_listener(
+            address,
+            &mut config,
+            &store,
+            metrics,
+            grace,
+        )?),
+        None => None,
+    };
+    let relays = Relays::spawn(&store, &config.destinations, grace, instruments);
     let purge = tokio::spawn({
         let (store, days, every) = (
             store.clone(),
@@ -133,28 +149,30 @@ pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> 
             }
         }
     });
-    let listener = match &args.metrics_listen {
-        Some(address) => Some(metrics_listener(address, &mut config, &store, metrics)?),
-        None => None,
-    };
     if let Some(signal) = crate::startup::shutdown_signal().await {
         tracing::info!(signal, "relay: stopping; sends in flight finish");
     }
-    if let Some(listener) = listener {
-        listener.stop(true).await;
-    }
+    // Together: a scrape in progress never eats the sends' grace.
+    let stop_listener = async {
+        if let Some(listener) = listener {
+            listener.stop(true).await;
+        }
+    };
+    tokio::join!(stop_listener, relays.stop());
     purge.abort();
-    relays.stop().await;
     store.close().await;
     Ok(())
 }
 
-/// Serves the relay's counters on `address` until stopped.
+/// Serves the relay's counters on `address` until stopped: one request per
+/// connection, a few connections at once (scrapes share the relays' pool),
+/// and no longer than the relays' own grace at shutdown.
 fn metrics_listener(
     address: &str,
     config: &mut Config,
     store: &Store,
     metrics: Metrics,
+    grace: std::time::Duration,
 ) -> Result<actix_web::dev::ServerHandle, CliError> {
     let bind_error = |source| StartupError::Bind {
         address: address.to_owned(),
@@ -172,6 +190,9 @@ fn metrics_listener(
             .configure(crate::http::configure_relay)
     })
     .workers(1)
+    .keep_alive(actix_web::http::KeepAlive::Disabled)
+    .max_connections(LISTENER_CONNECTIONS)
+    .shutdown_timeout(grace.as_secs().max(1))
     .disable_signals()
     .bind(address)
     .map_err(bind_error)?;

@@ -4,7 +4,7 @@
 //! backend, both ways must write the same rows.
 
 use chrono::{TimeZone, Utc};
-use hookledger::domain::Status;
+use hookledger::domain::{MessageType, Status};
 use hookledger::store::{IntentUpsert, NewIntent, NewPosting, Store};
 use serde_json::Value;
 
@@ -76,6 +76,7 @@ async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
         .into_iter()
         .map(|(text,)| {
             let mut row: Value = serde_json::from_str(&text).unwrap();
+            names_its_posting(&row, account);
             let object = row.as_object_mut().unwrap();
             for volatile in [
                 "entry_id",
@@ -98,6 +99,22 @@ async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
         .collect();
     rows.sort_by_key(|row| row.to_string());
     rows
+}
+
+/// What the comparison leaves out, checked on its own: the event the row
+/// tells of is one of this account's, and a message's id is the one
+/// downstream deduplicates on.
+fn names_its_posting(row: &Value, account: &str) {
+    if let Some(event_id) = row.get("event_id").and_then(Value::as_str) {
+        assert!(event_id.starts_with(&format!("{account}_")), "{row}");
+        if let Some(message_id) = row.get("message_id").and_then(Value::as_str) {
+            let expected = MessageType::LedgerPosted.message_id("demo", event_id);
+            assert_eq!(message_id, expected, "{row}");
+        }
+    }
+    if let Some(id) = row.get("account_id").and_then(Value::as_str) {
+        assert_eq!(id, account, "{row}");
+    }
 }
 
 /// SQLite has no `row_to_json`: the same JSON object, built from the

@@ -99,10 +99,27 @@ async fn a_relay_process_delivers_and_counts_on_its_own_listener(backend: Backen
     let served = scrape_url(&app.client, &app.url("/metrics"), Some(TOKEN)).await;
     assert_eq!(served.get(delivered), None, "{served:#?}");
 
-    let health = client
-        .get(url.replace("/metrics", "/readyz"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(health.status(), StatusCode::OK);
+    for (path, status) in [
+        ("/readyz", StatusCode::OK),
+        ("/healthz", StatusCode::OK),
+        // Only the probes and the counters: no admin, no webhooks.
+        ("/admin", StatusCode::NOT_FOUND),
+        ("/webhooks/demo", StatusCode::NOT_FOUND),
+    ] {
+        let response = client
+            .get(url.replace("/metrics", path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{path}");
+    }
+    // SIGTERM: the listener and the relays stop, and the process exits 0.
+    let mut relay = relay;
+    relay.signal("TERM");
+    let status = relay.exit_status(Duration::from_secs(15));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}: {}",
+        relay.log()
+    );
 }

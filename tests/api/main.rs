@@ -2,6 +2,7 @@
 //! SQLite and once on PostgreSQL (`sqlite::` and `postgres::` in test names).
 
 mod answers;
+mod app_config;
 #[macro_use]
 mod backend;
 mod browser;

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """What the relay's claim costs on an ordered destination when one account
 is blocked (its first message a dead letter) with BACKLOG messages waiting
-behind it, and 64 messages of other accounts due. The claim is read from
-src/store/outbox/relay.rs (SQLite's form), the schema from
-migrations/sqlite. Python's sqlite3; each claim is rolled back, so every
-run claims the same rows.
+behind it, and 64 messages of other accounts due: before and after the
+relay's tidy flags the waiting rows (`behind`). The claim is read from
+src/store/outbox/relay.rs (SQLite's form), the tidy's flagging statement
+from src/store/outbox/behind.rs, the schema from migrations/sqlite.
+Python's sqlite3; each claim is rolled back, so every run claims the same
+rows.
 
     python3 tools/ordered-claim-cost.py [BACKLOG ...]
 """
@@ -38,6 +40,25 @@ def claim_sql():
     return re.sub(r"\$(\d+)", r"?\1", found.group(1) + ")" + found.group(2))
 
 
+def flag_sql():
+    text = open(os.path.join(ROOT, "src/store/outbox/behind.rs")).read()
+    ahead = re.search(r'macro_rules! ahead \{.*?"(.*?)"', text, re.S)
+    flag = re.search(r'const FLAG: &str = concat!\(\s*"(.*?)",\s*ahead!\(\)', text, re.S)
+    if not (ahead and flag):
+        sys.exit("the tidy's statement was not found in src/store/outbox/behind.rs")
+    return re.sub(r"\$(\d+)", r"?\1", flag.group(1) + ahead.group(1))
+
+
+def timed_claims(conn, claim):
+    runs = 20
+    started = time.perf_counter()
+    for _ in range(runs):
+        conn.execute("begin")
+        rows = conn.execute(claim, ("d", "me", 10**15, 10**15 + 1, True, 64)).fetchall()
+        conn.execute("rollback")
+    return len(rows), (time.perf_counter() - started) / runs
+
+
 def database():
     folder = tempfile.mkdtemp()
     conn = sqlite3.connect(os.path.join(folder, "claim.db"), isolation_level=None)
@@ -49,6 +70,7 @@ def database():
 def main():
     backlogs = [int(a) for a in sys.argv[1:]] or [0, 1000, 10000, 50000]
     claim = claim_sql()
+    flag = flag_sql()
     for backlog in backlogs:
         conn = database()
         conn.execute("begin")
@@ -58,15 +80,16 @@ def main():
         for i in range(64):
             conn.execute(MESSAGE, (f"n{i}", f"f{i}", f"free{i}", 1, "pending"))
         conn.execute("commit")
-        runs = 20
+        claimed, before = timed_claims(conn, claim)
         started = time.perf_counter()
-        for _ in range(runs):
-            conn.execute("begin")
-            rows = conn.execute(claim, ("d", "me", 10**15, 10**15 + 1, True, 64)).fetchall()
-            conn.execute("rollback")
-        took = (time.perf_counter() - started) / runs
-        print(f"blocked {backlog:>6}: claimed {len(rows)} rows, {took * 1e3:.2f} ms per claim")
-
+        flagged = conn.execute(flag, ("d",)).rowcount
+        tidy = time.perf_counter() - started
+        claimed_after, after = timed_claims(conn, claim)
+        print(
+            f"blocked {backlog:>6}: one claim {before * 1e3:.2f} ms ({claimed} rows); "
+            f"the tidy flagged {flagged} in {tidy * 1e3:.1f} ms; "
+            f"then one claim {after * 1e3:.2f} ms ({claimed_after} rows)"
+        )
 
 if __name__ == "__main__":
     main()

@@ -62,6 +62,7 @@ impl Relays {
                     owner: owner.clone(),
                     poll: POLL,
                     grace,
+                    tidy: relay::TIDY,
                     instruments: instruments.clone(),
                 };
                 tokio::spawn(relay.run(store.outbox().subscribe(), stopped.clone()))

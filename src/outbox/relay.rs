@@ -30,6 +30,10 @@ const LINGER: Duration = Duration::from_millis(20);
 /// record the outcome (one short transaction) before another relay may
 /// take the row. Also how long a crashed relay's rows wait to be sent again.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
+/// How often an ordered destination's relay flags the rows that wait for
+/// an earlier message of their account, out of the claim's way (and clears
+/// a flag missed): `store::outbox::behind`.
+pub const TIDY: Duration = Duration::from_secs(10);
 
 pub struct Relay {
     pub store: Store,
@@ -42,6 +46,8 @@ pub struct Relay {
     /// At shutdown, how long sends in flight may take to finish before
     /// their leases are handed back.
     pub grace: Duration,
+    /// How often an ordered destination's rows are tidied ([`TIDY`]).
+    pub tidy: Duration,
     pub instruments: OutboxInstruments,
 }
 
@@ -49,7 +55,12 @@ impl Relay {
     pub async fn run(self, mut wake: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
         let mut rng = SplitMix64::new(seed());
         let lease = self.destination.timeout + LEASE_MARGIN;
+        let mut tidied = std::time::Instant::now();
         while !*stop.borrow() {
+            if self.destination.ordered_by_account && tidied.elapsed() >= self.tidy {
+                self.tidy().await;
+                tidied = std::time::Instant::now();
+            }
             wake.borrow_and_update();
             let now_ms = Utc::now().timestamp_millis();
             let claimed = self
@@ -88,7 +99,12 @@ impl Relay {
             let outcomes = self.outcomes(&rows, results, &mut rng);
             let recorded = self
                 .store
-                .record_attempts(&self.owner, &outcomes, Utc::now())
+                .record_attempts(
+                    &self.owner,
+                    &outcomes,
+                    self.destination.ordered_by_account,
+                    Utc::now(),
+                )
                 .await;
             if let Ok(recorded) = recorded {
                 let name = &self.destination.name;
@@ -107,6 +123,21 @@ impl Relay {
             } else if !full {
                 tokio::time::sleep(LINGER).await;
             }
+        }
+    }
+
+    /// Flags the rows waiting behind an earlier message of their account;
+    /// a failure only leaves the claim as slow as before.
+    async fn tidy(&self) {
+        let name = &self.destination.name;
+        match self.store.tidy_ordered(name).await {
+            Ok(tidied) if tidied.cleared > 0 => tracing::info!(
+                destination = %name,
+                "outbox: {} message(s) were flagged as waiting with nothing ahead; cleared",
+                tidied.cleared
+            ),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(destination = %name, "outbox: tidy failed: {error}"),
         }
     }
 

@@ -27,7 +27,9 @@ use sqlx::{PgPool, SqlitePool};
 pub use check::Violation;
 pub use error::StoreError;
 pub use gauges::{HELD_STATUSES, HeldCount, PoolUsage};
-pub use outbox::{Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, Recorded, Replay};
+pub use outbox::{
+    Attempted, Outbox, OutboxEntry, OutboxRow, OutboxStats, Recorded, Replay, Tidied,
+};
 pub use read::EventFilter;
 pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,

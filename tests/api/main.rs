@@ -65,6 +65,7 @@ mod ordering;
 mod ordering_load;
 mod outbox;
 mod outbox_admin;
+mod outbox_behind;
 mod outbox_chaos;
 mod outbox_faults;
 mod outbox_nats;

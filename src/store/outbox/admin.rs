@@ -33,7 +33,7 @@ from outbox where destination = $1 and message_id = $2";
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 const REPLAY_ONE: &str = "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
-    delivered_ms = null
+    delivered_ms = null, behind = false
 where destination = $1 and message_id = $2 and state in ('dead', 'delivered')
 returning source, event_id";
 

@@ -6,6 +6,7 @@
 //! milliseconds since the epoch, compared as numbers on both backends.
 
 mod admin;
+mod behind;
 mod enqueue;
 mod listen;
 mod relay;
@@ -20,6 +21,7 @@ use tokio::sync::watch;
 use super::Store;
 use crate::domain::Routes;
 
+pub use behind::Tidied;
 pub use relay::{Attempted, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
 

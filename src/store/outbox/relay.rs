@@ -34,7 +34,8 @@ macro_rules! due_rows {
 update outbox set attempts = attempts + 1, leased_by = $2, next_attempt_ms = $4
 where outbox_id in (
     select o.outbox_id from outbox o
-    where o.destination = $1 and o.state = 'pending' and o.next_attempt_ms <= $3
+    where o.destination = $1 and o.state = 'pending' and not o.behind
+        and o.next_attempt_ms <= $3
         and (not $5 or o.account_seq is null or not exists (
             select 1 from outbox p
             where p.destination = o.destination and p.account_id = o.account_id
@@ -44,7 +45,7 @@ where outbox_id in (
     limit $6",
             $lock,
             ")
-    and state = 'pending' and next_attempt_ms <= $3
+    and state = 'pending' and not behind and next_attempt_ms <= $3
 returning outbox_id, destination, message_id, message_type, source, event_id, event_status,
     reason, account_id, currency, amount_minor, balance_after_minor, account_seq, object_id,
     occurred_at, posted_at, operator_applied, attempts"
@@ -85,7 +86,7 @@ where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'"
 
 const REPLAY: &str = "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
-    delivered_ms = null
+    delivered_ms = null, behind = false
 where destination = $1 and state = $2
     and ($4 is null or created_at >= $4) and ($5 is null or account_id = $5)";
 
@@ -162,10 +163,13 @@ impl Store {
     /// Records the outcome of each attempt of `owner`'s claims, in one
     /// transaction; what it changed (a row another relay recorded first,
     /// or took over after the lease passed, is not counted).
+    /// For an `ordered` destination, the next posting of each delivered
+    /// one's account is cleared to go (see `behind`).
     pub async fn record_attempts(
         &self,
         owner: &str,
         outcomes: &[(&OutboxRow, Attempted)],
+        ordered: bool,
         now: DateTime<Utc>,
     ) -> Result<Recorded, StoreError> {
         let mut recorded = Recorded::default();
@@ -195,6 +199,9 @@ impl Store {
                     .rows_affected(),
             };
             recorded.delivered = done;
+            if ordered {
+                super::behind::clear_next(&mut tx.conn, &delivered).await?;
+            }
         }
         for (row, outcome) in outcomes {
             let changed = on_tx!(&mut tx, conn => match outcome {

@@ -30,9 +30,9 @@ const LINGER: Duration = Duration::from_millis(20);
 /// record the outcome (one short transaction) before another relay may
 /// take the row. Also how long a crashed relay's rows wait to be sent again.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
-/// How often an ordered destination's relay flags the rows that wait for
-/// an earlier message of their account, out of the claim's way (and clears
-/// a flag missed): `store::outbox::behind`.
+/// How often a relay tidies its destination's rows: an ordered one's rows
+/// behind a stuck message of their account are flagged, out of the claim's
+/// way, and a flag missed is cleared (`store::outbox::behind`).
 pub const TIDY: Duration = Duration::from_secs(10);
 
 pub struct Relay {
@@ -55,11 +55,12 @@ impl Relay {
     pub async fn run(self, mut wake: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
         let mut rng = SplitMix64::new(seed());
         let lease = self.destination.timeout + LEASE_MARGIN;
-        let mut tidied = std::time::Instant::now();
+        // At once, then every `tidy`.
+        let mut tidied: Option<std::time::Instant> = None;
         while !*stop.borrow() {
-            if self.destination.ordered_by_account && tidied.elapsed() >= self.tidy {
+            if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
                 self.tidy().await;
-                tidied = std::time::Instant::now();
+                tidied = Some(std::time::Instant::now());
             }
             wake.borrow_and_update();
             let now_ms = Utc::now().timestamp_millis();
@@ -126,14 +127,17 @@ impl Relay {
         }
     }
 
-    /// Flags the rows waiting behind an earlier message of their account;
-    /// a failure only leaves the claim as slow as before.
+    /// Flags the rows waiting behind a stuck message of their account (an
+    /// ordered destination), or clears every flag (one that is not); a
+    /// failure only leaves the claim as slow as before.
     async fn tidy(&self) {
         let name = &self.destination.name;
-        match self.store.tidy_ordered(name).await {
+        let ordered = self.destination.ordered_by_account;
+        let next_ms = Utc::now().timestamp_millis() + self.tidy.as_millis() as i64;
+        match self.store.tidy_outbox(name, ordered, next_ms).await {
             Ok(tidied) if tidied.cleared > 0 => tracing::info!(
                 destination = %name,
-                "outbox: {} message(s) were flagged as waiting with nothing ahead; cleared",
+                "outbox: {} message(s) no longer wait behind another; cleared",
                 tidied.cleared
             ),
             Ok(_) => {}

@@ -1,7 +1,8 @@
-//! An ordered destination's rows that wait behind an earlier message of
-//! their account leave the claim's way (`behind`, flagged by the relay's
-//! tidy) and come back when that message is delivered or replayed, or at
-//! the next tidy when a clear was missed. Run on a store of the test's own,
+//! An ordered destination's rows that wait behind a stuck message of their
+//! account leave the claim's way (`behind`, flagged by the relay's tidy)
+//! and come back when that message is delivered or replayed, at the next
+//! tidy when a clear was missed, and at once when the destination is no
+//! longer ordered. Run on a store of the test's own,
 //! for a destination the app does not have, so that no relay of the app's
 //! claims the rows.
 
@@ -41,6 +42,35 @@ async fn post(store: &Store, account: &str, seq: i64) {
     tx.commit().await.unwrap();
 }
 
+async fn tidy(store: &Store, ordered: bool) -> Tidied {
+    let next_ms = Utc::now().timestamp_millis() + 10_000;
+    store
+        .tidy_outbox(DESTINATION, ordered, next_ms)
+        .await
+        .unwrap()
+}
+
+/// A dead `event.held` message of `account`: unnumbered, as every
+/// `event.*` message is (SQLite sorts its missing number first).
+async fn held_message(app: &TestApp, account: &str) {
+    let sql = format!(
+        "insert into outbox (destination, message_id, message_type, intent_id, source, \
+             event_id, event_status, account_id, currency, posted_at, operator_applied, \
+             state, attempts, next_attempt_ms, created_at) \
+         values ('{DESTINATION}', 'held-{account}', 'event.held', 0, 'demo', 'held', \
+             'stale', '{account}', 'USD', '2026-06-01T12:00:00Z', false, 'dead', 1, 0, \
+             '2026-06-01T12:00:00Z')"
+    );
+    let sql = sqlx::AssertSqlSafe(sql);
+    if app.database_url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    } else {
+        let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
+        sqlx::query(sql).execute(&pool).await.unwrap();
+    }
+}
+
 /// What one ordered claim takes, as `account_seq` names.
 async fn claim(store: &Store) -> Vec<OutboxRow> {
     let now = Utc::now().timestamp_millis();
@@ -50,14 +80,15 @@ async fn claim(store: &Store) -> Vec<OutboxRow> {
         .unwrap()
 }
 
+/// `account_seq`, or `held` for the unnumbered message.
 fn names(rows: &[OutboxRow]) -> Vec<String> {
     rows.iter()
         .map(|row| {
-            format!(
-                "{}_{}",
-                row.account_id.as_deref().unwrap(),
-                row.account_seq.unwrap()
-            )
+            let account = row.account_id.as_deref().unwrap();
+            match row.account_seq {
+                Some(seq) => format!("{account}_{seq}"),
+                None => format!("{account}_held"),
+            }
         })
         .collect()
 }
@@ -65,16 +96,27 @@ fn names(rows: &[OutboxRow]) -> Vec<String> {
 /// Records each row's outcome: delivered, or `dead` (a failure on its last
 /// attempt); `ordered` as the destination's relay would say.
 async fn record(store: &Store, rows: &[OutboxRow], dead: &[&str], ordered: bool) {
+    record_failing(store, rows, dead, 1, ordered).await
+}
+
+/// The same, a failure dead after `max_attempts`, else retried in an hour.
+async fn record_failing(
+    store: &Store,
+    rows: &[OutboxRow],
+    failed: &[&str],
+    max_attempts: i64,
+    ordered: bool,
+) {
     let all = names(rows);
     let outcomes: Vec<(&OutboxRow, Attempted)> = rows
         .iter()
         .zip(&all)
         .map(|(row, name)| {
-            let outcome = if dead.contains(&name.as_str()) {
+            let outcome = if failed.contains(&name.as_str()) {
                 Attempted::Failed {
                     error: "answered HTTP 500".into(),
-                    next_attempt_ms: 0,
-                    max_attempts: 1,
+                    next_attempt_ms: Utc::now().timestamp_millis() + 3_600_000,
+                    max_attempts,
                 }
             } else {
                 Attempted::Delivered
@@ -108,12 +150,14 @@ async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Bac
         post(&store, "a", seq).await;
     }
     post(&store, "b", 1).await;
+    // An account's unnumbered message never stands in for its next posting.
+    held_message(&app, "a").await;
 
     // a_1 dies: a_2..a_4 wait behind it, b flows.
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1", "b_1"]);
     record(&store, &rows, &["a_1"], true).await;
-    let tidied = store.tidy_ordered(DESTINATION).await.unwrap();
+    let tidied = tidy(&store, true).await;
     assert_eq!(
         tidied,
         Tidied {
@@ -122,7 +166,7 @@ async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Bac
         }
     );
     assert_eq!(
-        store.tidy_ordered(DESTINATION).await.unwrap(),
+        tidy(&store, true).await,
         Tidied::default(),
         "a second tidy has nothing to do"
     );
@@ -140,30 +184,58 @@ async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Bac
         since: None,
         account_id: None,
     };
-    assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 1);
-    for seq in 1..=4 {
+    assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 2);
+    let rows = claim(&store).await;
+    assert_eq!(names(&rows), ["a_1", "a_held"]);
+    // The held message dies again: still undelivered, it must not stand in
+    // for a_2 when a_1's delivery clears the next.
+    record(&store, &rows, &["a_held"], true).await;
+    for seq in 2..=4 {
         let rows = claim(&store).await;
         assert_eq!(names(&rows), [format!("a_{seq}")]);
         record(&store, &rows, &[], true).await;
     }
     assert!(claim(&store).await.is_empty());
 
-    // A clear missed (recorded as if unordered): the next tidy clears it.
+    // c_1 fails with a long backoff: c_2 waits. Its delivery is then
+    // recorded as an unordered relay would (a clear missed): the next tidy
+    // clears c_2.
     post(&store, "c", 1).await;
     post(&store, "c", 2).await;
-    let tidied = store.tidy_ordered(DESTINATION).await.unwrap();
-    assert_eq!(tidied.flagged, 1);
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["c_1"]);
+    record_failing(&store, &rows, &["c_1"], 25, true).await;
+    assert_eq!(tidy(&store, true).await.flagged, 1);
     record(&store, &rows, &[], false).await;
     assert!(claim(&store).await.is_empty(), "c_2 is still flagged");
-    let tidied = store.tidy_ordered(DESTINATION).await.unwrap();
     assert_eq!(
-        tidied,
+        tidy(&store, true).await,
         Tidied {
             cleared: 1,
             flagged: 0
         }
     );
     assert_eq!(names(&claim(&store).await), ["c_2"]);
+
+    // The destination no longer ordered: every flag goes at once.
+    post(&store, "d", 1).await;
+    post(&store, "d", 2).await;
+    let rows = claim(&store).await;
+    // (c_2 is in flight since the claim above.)
+    assert_eq!(names(&rows), ["d_1"]);
+    record_failing(&store, &rows, &["d_1"], 25, true).await;
+    assert_eq!(tidy(&store, true).await.flagged, 1);
+    assert_eq!(
+        tidy(&store, false).await,
+        Tidied {
+            cleared: 1,
+            flagged: 0
+        }
+    );
+    let now = Utc::now().timestamp_millis();
+    let unordered = store
+        .claim_outbox(DESTINATION, false, "relay", now, now + 60_000, 64)
+        .await
+        .unwrap();
+    assert_eq!(names(&unordered), ["d_2"]);
 }

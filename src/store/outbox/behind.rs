@@ -13,7 +13,10 @@
 //! the order itself, so a wrong flag can only delay a message until the
 //! next tidy. Such a delay can happen on PostgreSQL: a tidy that flags a
 //! row, committing just after another relay's delivery of the row ahead
-//! looked for flagged rows to clear and found none.
+//! looked for flagged rows to clear and found none. Only rows behind a
+//! stuck message (dead, or waiting out a long backoff) are flagged, so the
+//! row ahead is one that is not being delivered just then, unless a replay
+//! re-queued it and it was sent within the tidy's own statement.
 
 use super::super::write::TxConn;
 use super::super::write::on_tx;
@@ -21,7 +24,8 @@ use super::super::{Store, StoreError};
 
 /// For each delivered posting (`$1`), clears the flag of its account's
 /// first undelivered posting, if that one waits (the `outbox_open_by_account`
-/// index finds it in one step).
+/// index finds it in one step). Only postings: the account's `event.*`
+/// messages have no number (SQLite would sort them first).
 macro_rules! next_of {
     ($delivered:literal) => {
         concat!(
@@ -30,7 +34,8 @@ update outbox set behind = false
 where behind and outbox_id in (
     select (select q.outbox_id from outbox q
             where q.destination = d.destination and q.account_id = d.account_id
-                and q.currency = d.currency and q.state <> 'delivered'
+                and q.currency = d.currency and q.account_seq is not null
+                and q.state <> 'delivered'
             order by q.account_seq limit 1)
     from outbox d
     where d.outbox_id in (",
@@ -61,16 +66,29 @@ where destination = $1 and state = 'pending' and behind and not ",
     ahead!()
 );
 
-/// Rows with something ahead: out of the claim's way until it is delivered.
-const FLAG: &str = concat!(
-    "
+/// Rows behind a message that is stuck: their account's first undelivered
+/// posting is a dead letter, or waits out a backoff longer than a tidy
+/// (`$2`: the next tidy's time). Rows behind a message that is moving are
+/// left alone: its delivery clears the next one anyway, and flagging them
+/// could race with that delivery on PostgreSQL (above). The first posting
+/// is found in one step of `outbox_open_by_account`, as in `next_of!`.
+const FLAG: &str = "
 update outbox set behind = true
 where destination = $1 and state = 'pending' and not behind and account_seq is not null
-    and leased_by is null and ",
-    ahead!()
-);
+    and leased_by is null and exists (select 1 from outbox h
+        where h.outbox_id = (select q.outbox_id from outbox q
+                where q.destination = outbox.destination and q.account_id = outbox.account_id
+                    and q.currency = outbox.currency and q.account_seq is not null
+                    and q.state <> 'delivered'
+                order by q.account_seq limit 1)
+            and h.account_seq < outbox.account_seq
+            and (h.state = 'dead' or (h.leased_by is null and h.next_attempt_ms > $2)))";
 
-/// What [`Store::tidy_ordered`] changed.
+/// A destination that is not (or no longer) ordered: nothing waits.
+const UNFLAG_ALL: &str = "
+update outbox set behind = false where destination = $1 and state = 'pending' and behind";
+
+/// What [`Store::tidy_outbox`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tidied {
     pub cleared: u64,
@@ -78,24 +96,43 @@ pub struct Tidied {
 }
 
 impl Store {
-    /// An ordered destination's tidy: clears the flag of rows with nothing
-    /// ahead, then flags the rows that wait. Each is one statement walking
-    /// the destination's pending rows once.
-    pub async fn tidy_ordered(&self, destination: &str) -> Result<Tidied, StoreError> {
+    /// A destination's tidy. Ordered: clears the flag of rows with nothing
+    /// ahead, then flags the rows behind a stuck message (`next_tidy_ms`:
+    /// when the next tidy runs); each statement walks the destination's
+    /// pending rows once. Not ordered: clears every flag (left by a config
+    /// that ordered it).
+    pub async fn tidy_outbox(
+        &self,
+        destination: &str,
+        ordered: bool,
+        next_tidy_ms: i64,
+    ) -> Result<Tidied, StoreError> {
         let mut tx = self.begin().await?;
-        let mut changed = [0u64; 2];
-        for (sql, count) in [UNFLAG, FLAG].into_iter().zip(changed.iter_mut()) {
-            *count = on_tx!(&mut tx, conn => sqlx::query(sql)
-                .bind(destination)
-                .execute(conn)
-                .await
-                .map(|done| done.rows_affected()))?;
+        let mut tidied = Tidied::default();
+        let steps: &[(&str, bool)] = if ordered {
+            &[(UNFLAG, false), (FLAG, true)]
+        } else {
+            &[(UNFLAG_ALL, false)]
+        };
+        for &(sql, flags) in steps {
+            // Only the flagging statement has a `$2`.
+            let changed = on_tx!(&mut tx, conn => {
+                let query = sqlx::query(sql).bind(destination);
+                if flags {
+                    query.bind(next_tidy_ms).execute(conn).await
+                } else {
+                    query.execute(conn).await
+                }
+            }
+            .map(|done| done.rows_affected()))?;
+            if flags {
+                tidied.flagged = changed;
+            } else {
+                tidied.cleared = changed;
+            }
         }
         tx.commit().await?;
-        Ok(Tidied {
-            cleared: changed[0],
-            flagged: changed[1],
-        })
+        Ok(tidied)
     }
 }
 

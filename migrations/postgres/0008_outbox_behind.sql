@@ -12,12 +12,13 @@
 -- Adding a column with a constant default changes the catalog only. The
 -- index is built in this transaction and blocks writes to outbox while it
 -- builds (a scan of the table, delivered rows kept for
--- retention.outbox_days included). Where that table is large, create it
--- beforehand without blocking, with the same statement and `concurrently`
--- (`create index concurrently if not exists outbox_due ...`): this one then
--- finds it. (Not here: a concurrent build waits for every open
--- transaction, among them the other instances' waits for the migration
--- lock, which wait for it: a deadlock when instances start together.)
-alter table outbox add column behind boolean not null default false;
+-- retention.outbox_days included). Where that table is large, run both
+-- beforehand, the index without blocking: the alter as below, then
+-- `create index concurrently if not exists outbox_due ...` with the same
+-- columns and predicate; both statements here then find what they make.
+-- (Not concurrently here: such a build waits for every open transaction,
+-- among them the other instances' waits for the migration lock, which wait
+-- for it: a deadlock when instances start together.)
+alter table outbox add column if not exists behind boolean not null default false;
 create index if not exists outbox_due on outbox (destination, outbox_id)
     where state = 'pending' and not behind;

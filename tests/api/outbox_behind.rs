@@ -7,9 +7,7 @@
 //! claims the rows.
 
 use chrono::Utc;
-use hookledger::store::{
-    Attempted, IntentUpsert, NewLedgerEntry, OutboxRow, Replay, Store, Tidied,
-};
+use hookledger::store::{Attempted, OutboxRow, Replay, Store, Tidied};
 
 use crate::helpers::*;
 use crate::outbox::http_destination;
@@ -19,26 +17,7 @@ const DESTINATION: &str = "ordered";
 /// A committed posting of `account` numbered `seq`, with its message.
 async fn post(store: &Store, account: &str, seq: i64) {
     let event_id = format!("{account}_{seq}");
-    let mut tx = store.begin().await.unwrap();
-    let intent = crate::posting_statement::applied_intent(&event_id, account, 100, seq);
-    let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
-        panic!("a new event");
-    };
-    let entry = NewLedgerEntry {
-        intent_id,
-        credits_payment: None,
-        source: "demo",
-        event_id: &event_id,
-        account_id: account,
-        currency: "USD",
-        amount_minor: 100,
-        balance_after_minor: 100 * seq,
-        account_seq: seq,
-        object_id: None,
-        operator_applied: false,
-        created_at: Utc::now(),
-    };
-    tx.enqueue_posting(&entry).await.unwrap();
+    let tx = crate::outbox_postgres::posting_of(store, &event_id, account, Some(seq)).await;
     tx.commit().await.unwrap();
 }
 

@@ -19,8 +19,18 @@ async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
 
 /// A posting's intent and its message, written in `tx` but not committed.
 async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
+    posting_of(store, event_id, "cus_1", None).await
+}
+
+/// The same for `account`, numbered `seq` (default: the intent's id).
+pub(crate) async fn posting_of(
+    store: &Store,
+    event_id: &str,
+    account: &str,
+    seq: Option<i64>,
+) -> hookledger::store::WriteTx {
     let mut tx = store.begin().await.unwrap();
-    let intent = crate::posting_statement::applied_intent(event_id, "cus_1", 100, 1);
+    let intent = crate::posting_statement::applied_intent(event_id, account, 100, seq.unwrap_or(1));
     let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };
@@ -29,11 +39,11 @@ async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
         credits_payment: None,
         source: "demo",
         event_id,
-        account_id: "cus_1",
+        account_id: account,
         currency: "USD",
         amount_minor: 100,
         balance_after_minor: 100,
-        account_seq: intent_id,
+        account_seq: seq.unwrap_or(intent_id),
         object_id: None,
         operator_applied: false,
         created_at: Utc::now(),

@@ -46,7 +46,8 @@ pub struct Relay {
     /// At shutdown, how long sends in flight may take to finish before
     /// their leases are handed back.
     pub grace: Duration,
-    /// How often an ordered destination's rows are tidied ([`TIDY`]).
+    /// How often the destination's rows are tidied ([`TIDY`]): flagged and
+    /// cleared when it is ordered, every flag cleared when it is not.
     pub tidy: Duration,
     pub instruments: OutboxInstruments,
 }

@@ -162,9 +162,9 @@ impl Store {
 
     /// Records the outcome of each attempt of `owner`'s claims, in one
     /// transaction; what it changed (a row another relay recorded first,
-    /// or took over after the lease passed, is not counted).
-    /// For an `ordered` destination, the next posting of each delivered
-    /// one's account is cleared to go (see `behind`).
+    /// or took over after the lease passed, is not counted). For an
+    /// `ordered` destination, the next posting of each delivered one's
+    /// account is cleared to go (see `behind`).
     pub async fn record_attempts(
         &self,
         owner: &str,

@@ -11,6 +11,7 @@ pub mod context;
 pub mod domain;
 pub mod drain;
 pub mod failures;
+pub mod fuzzing;
 pub mod http;
 pub mod ingest;
 pub mod invariants;

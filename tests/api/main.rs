@@ -11,6 +11,7 @@ mod helpers;
 mod locker;
 mod pause;
 mod postgres;
+mod postgres_tls;
 mod posting_statement;
 mod process;
 mod receiver;

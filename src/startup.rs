@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use actix_http::{HttpService, KeepAlive};
+use actix_http::error::DispatchError;
+use actix_http::{HttpService, KeepAlive, Protocol};
 use actix_server::Server;
-use actix_service::{Service, ServiceFactory, apply_fn_factory, map_config};
+use actix_service::{
+    Service, ServiceFactory, ServiceFactoryExt, apply_fn_factory, fn_service, map_config,
+};
 use actix_web::body::MessageBody;
 use actix_web::dev::{AppConfig, ServiceRequest, ServiceResponse};
 use actix_web::error::UrlencodedError;
@@ -22,6 +25,7 @@ use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
 use crate::http::gate::ConnectionGate;
+use crate::http::head_deadline::HeadDeadline;
 use crate::http::{ApiError, connection, deadline};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -125,22 +129,31 @@ impl Application {
         let capacity = gate.capacity();
         let local = listener.local_addr().map_err(bind_error)?;
         let factory = move || {
+            let read_timeout = limits.read_timeout;
             let http = HttpService::build()
-                .client_request_timeout(limits.read_timeout)
-                // One request per connection: actix times only the first
-                // request head on a connection, so a kept-alive connection
-                // could stall its second head forever.
-                .keep_alive(KeepAlive::Disabled)
+                // Every head is timed by `HeadDeadline`, the first too
+                // (actix would time only the first).
+                .client_request_timeout(Duration::ZERO)
+                // An idle kept-alive connection is closed as a head that
+                // never came would be.
+                .keep_alive(KeepAlive::Timeout(read_timeout))
+                .on_connect_ext(connection::record_opened)
                 .local_addr(local)
                 .client_disconnect_timeout(Duration::from_secs(1))
                 .finish(map_config(
-                    app(context.clone(), limits.read_timeout),
+                    app(context.clone(), read_timeout, lifetime),
                     |()| AppConfig::default(),
-                ))
-                .tcp();
+                ));
+            let http = fn_service(move |io: TcpStream| {
+                let peer = io.peer_addr().ok();
+                let _ = io.set_nodelay(true);
+                let io = HeadDeadline::new(io, read_timeout);
+                std::future::ready(Ok::<_, DispatchError>((io, Protocol::Http1, peer)))
+            })
+            .and_then(http);
             let (gate, context) = (gate.clone(), context.clone().into_inner());
             apply_fn_factory(http, move |io: TcpStream, service| {
-                connection::serve(&gate, &context, lifetime, io, service)
+                connection::serve(&gate, &context, 2 * lifetime, io, service)
             })
         };
         let mut server = Server::build()
@@ -294,9 +307,11 @@ async fn place_in_scopes(
     Ok(())
 }
 
-/// The longest a connection may live: its head and its body within the
+/// The longest one request may take: its head and its body within the
 /// read deadline each, then the handler's worst healthy case (a pooled
-/// connection, then statements up to their timeout).
+/// connection, then statements up to their timeout). A kept-alive
+/// connection older than this is closed after its next answer, so none
+/// lives longer than twice this.
 fn connection_lifetime(config: &Config) -> Duration {
     let database = &config.database;
     2 * config.limits.read_timeout
@@ -304,10 +319,12 @@ fn connection_lifetime(config: &Config) -> Duration {
         + database.statement_timeout.max(database.busy_timeout)
 }
 
-/// The routes, with every request body bounded by the read deadline.
+/// The routes, with every request body bounded by the read deadline, and
+/// `Connection: close` on answers on a connection older than `max_age`.
 fn app(
     context: Data<Context>,
     read_timeout: Duration,
+    max_age: Duration,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -327,7 +344,15 @@ fn app(
         .default_service(web::to(not_found))
         .wrap_fn(move |mut request, service| {
             deadline::bound_body(&mut request, read_timeout);
-            service.call(request)
+            let old = connection::older_than(request.request(), max_age);
+            let answer = service.call(request);
+            async move {
+                let mut response = answer.await?;
+                if old {
+                    connection::close_after(&mut response);
+                }
+                Ok(response)
+            }
         })
 }
 

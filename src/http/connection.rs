@@ -2,15 +2,19 @@
 //! before a byte is read, served within a hard lifetime, and whatever ended
 //! it badly (a malformed head, an I/O error, the lifetime) counted in
 //! metrics and logged within the log budget, since any client can cause it.
-//! (A head that does not arrive in time is answered `408` by actix-http,
-//! which ends the connection normally: nothing is logged for it.)
+//! A head that does not arrive in time (`HeadDeadline`: answered `408`) is
+//! counted as `head_timeout` and not logged: a port scanner that connects
+//! and waits is not news.
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_http::error::DispatchError;
+use actix_http::{ConnectionType, Extensions};
 use actix_service::Service;
+use actix_web::HttpRequest;
+use actix_web::dev::ServiceResponse;
 use tokio::net::TcpStream;
 
 use super::gate::ConnectionGate;
@@ -48,7 +52,10 @@ where
         drop(ticket);
         match served {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => report(&context, kind(&error), &error.to_string()),
+            Ok(Err(error)) => match kind(&error) {
+                "head_timeout" => context.metrics.connection("head_timeout"),
+                kind => report(&context, kind, &error.to_string()),
+            },
             Err(_) => report(
                 &context,
                 "lifetime_exceeded",
@@ -60,10 +67,36 @@ where
     }
 }
 
+/// When a connection was opened, in its extensions (`conn_data`).
+#[derive(Debug, Clone, Copy)]
+pub struct Opened(Instant);
+
+/// `on_connect_ext`: records when the connection was opened.
+pub fn record_opened<T>(_io: &T, extensions: &mut Extensions) {
+    extensions.insert(Opened(Instant::now()));
+}
+
+/// Whether the request came on a connection opened more than `max_age` ago.
+pub fn older_than(request: &HttpRequest, max_age: Duration) -> bool {
+    request
+        .conn_data::<Opened>()
+        .is_some_and(|opened| opened.0.elapsed() > max_age)
+}
+
+/// Closes the connection once this answer is written: a kept-alive
+/// connection ends within its hard lifetime without cutting a request off.
+pub fn close_after<B>(response: &mut ServiceResponse<B>) {
+    response
+        .response_mut()
+        .head_mut()
+        .set_connection_type(ConnectionType::Close);
+}
+
 /// The metrics label of a connection that ended in an error.
 fn kind(error: &DispatchError) -> &'static str {
     match error {
         DispatchError::Parse(_) => "malformed_request",
+        DispatchError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => "head_timeout",
         DispatchError::Io(_) => "io_error",
         DispatchError::DisconnectTimeout => "disconnect_timeout",
         _ => "other_error",

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod deadline;
 pub mod error;
 pub mod gate;
+pub mod head_deadline;
 mod health;
 mod metrics;
 pub mod proxy;

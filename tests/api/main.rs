@@ -55,6 +55,7 @@ mod hostile;
 mod interleavings;
 mod invariants;
 mod json_logs;
+mod keep_alive;
 mod kinds;
 mod lock_order;
 mod log_volume;

@@ -1,0 +1,199 @@
+//! Kept-alive connections: a sender that reuses its connection gets every
+//! delivery answered on it, while every later head keeps the read deadline
+//! of the first, an idle connection is closed, and an old one is closed
+//! after an answer, never in the middle of a request. Raw TCP, so each test
+//! sees exactly what the server sends on the one connection.
+
+use std::time::{Duration, Instant};
+
+use hookledger::cli::signed_sample;
+use hookledger::secret::Secret;
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::helpers::{Backend, DEMO_SECRET, Options, TestApp, credit, json_with_status};
+
+/// Read deadline 1 s; with 1 s for a pooled connection and 1 s statements,
+/// one request's worst case (and a connection's keep-alive age) is 4 s.
+const LIMITS: &str = "[limits]\nread_timeout_secs = 1\n";
+const DATABASE: &str =
+    "acquire_timeout_secs = 1\nstatement_timeout_ms = 1000\nbusy_timeout_ms = 1000\n";
+
+async fn spawn(backend: Backend) -> TestApp {
+    let options = Options {
+        top_level: LIMITS,
+        database: DATABASE,
+        ..Options::default()
+    };
+    TestApp::spawn_with(backend, options).await
+}
+
+async fn connect(app: &TestApp) -> TcpStream {
+    TcpStream::connect(app.address.trim_start_matches("http://"))
+        .await
+        .unwrap()
+}
+
+/// One signed delivery, as a provider's HTTP/1.1 client writes it.
+fn request(event_id: &str, amount: i64) -> Vec<u8> {
+    let signed = signed_sample(
+        "standard-webhooks",
+        &Secret::new(DEMO_SECRET),
+        &credit(event_id, "acct_ka", amount),
+    )
+    .unwrap();
+    let mut head = format!(
+        "POST /webhooks/demo HTTP/1.1\r\nHost: hookledger\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n",
+        signed.body.len()
+    );
+    for (name, value) in &signed.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    [head.into_bytes(), signed.body].concat()
+}
+
+/// An answer read off the connection: its head (lower case) and body.
+struct Answer {
+    head: String,
+    body: Value,
+}
+
+impl Answer {
+    fn status(&self) -> &str {
+        self.head.split(' ').nth(1).unwrap_or("")
+    }
+
+    fn closes(&self) -> bool {
+        self.head.contains("\r\nconnection: close")
+    }
+}
+
+async fn exchange(stream: &mut TcpStream, bytes: &[u8]) -> Answer {
+    stream.write_all(bytes).await.unwrap();
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(at) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed before an answer");
+        received.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&received[..end]).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    while received.len() < end + length {
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "closed inside an answer");
+        received.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&received[end..end + length]).unwrap_or(Value::Null);
+    Answer { head, body }
+}
+
+/// What the server sent before it closed the connection, and when; `None`
+/// if it was still open after `wait`.
+async fn until_closed(stream: &mut TcpStream, wait: Duration) -> Option<(String, Instant)> {
+    let mut received = Vec::new();
+    let closed = tokio::time::timeout(wait, async {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = stream.read(&mut chunk).await {
+            received.extend_from_slice(&chunk[..n]);
+        }
+        Instant::now()
+    })
+    .await
+    .ok()?;
+    Some((String::from_utf8_lossy(&received).into_owned(), closed))
+}
+
+async fn connection_counts(app: &TestApp) -> Value {
+    let metrics = app.admin_get("/admin/api/metrics").await;
+    json_with_status(metrics, StatusCode::OK).await["connections"].clone()
+}
+
+async fn one_connection_serves_delivery_after_delivery(backend: Backend) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    for (n, amount) in [(1, 100), (2, 250), (3, 400)] {
+        let answer = exchange(&mut stream, &request(&format!("ka_{n}"), amount)).await;
+        assert_eq!(answer.status(), "200", "{}", answer.head);
+        assert_eq!(answer.body["status"], "applied");
+        assert!(!answer.closes(), "{}", answer.head);
+    }
+    // A redelivery on the same connection is a duplicate.
+    let again = exchange(&mut stream, &request("ka_2", 250)).await;
+    assert_eq!(again.body["duplicate"], true);
+    assert_eq!(app.balance("acct_ka", "USD").await, 750);
+    app.assert_invariants().await;
+}
+
+async fn a_later_head_that_stalls_is_answered_408_and_closed(backend: Backend) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    let first = exchange(&mut stream, &request("ka_1", 100)).await;
+    assert_eq!(first.status(), "200");
+    let started = Instant::now();
+    stream
+        .write_all(b"POST /webhooks/demo HTTP/1.1\r\nHost: hook")
+        .await
+        .unwrap();
+    let (answer, closed) = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("the stalled head is cut within its deadline");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    let waited = closed - started;
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    assert_eq!(connection_counts(&app).await["head_timeout"], 1);
+    assert_eq!(app.balance("acct_ka", "USD").await, 100);
+}
+
+async fn an_idle_connection_is_closed_without_a_word(backend: Backend) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    exchange(&mut stream, &request("ka_1", 100)).await;
+    let (answer, _) = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("an idle connection is closed after the read deadline");
+    assert_eq!(answer, "", "nothing is sent to an idle connection");
+}
+
+async fn an_old_connection_is_closed_after_an_answer(backend: Backend) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    let opened = Instant::now();
+    let mut answers = 0;
+    let closing = loop {
+        let answer = exchange(&mut stream, &request(&format!("ka_{answers}"), 100)).await;
+        assert_eq!(answer.status(), "200", "{}", answer.head);
+        answers += 1;
+        if answer.closes() {
+            break opened.elapsed();
+        }
+        assert!(opened.elapsed() < Duration::from_secs(8), "never closed");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(closing > Duration::from_secs(4), "{closing:?}");
+    assert!(answers > 1, "kept alive until then");
+    let (rest, _) = until_closed(&mut stream, Duration::from_secs(2))
+        .await
+        .expect("closed after the answer that said so");
+    assert_eq!(rest, "");
+    assert_eq!(app.balance("acct_ka", "USD").await, 100 * answers);
+    app.assert_invariants().await;
+}
+
+both_backends!(
+    one_connection_serves_delivery_after_delivery,
+    a_later_head_that_stalls_is_answered_408_and_closed,
+    an_idle_connection_is_closed_without_a_word,
+    an_old_connection_is_closed_after_an_answer,
+);

@@ -3,6 +3,7 @@
 //! backends, stamped out for each by the `on_*!` macros below so that it is
 //! type-checked against both.
 
+pub mod ceiling;
 mod check;
 mod error;
 mod gaps;

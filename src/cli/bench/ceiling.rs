@@ -18,17 +18,17 @@ use crate::receive::{sha256_hex, storable_events, verify};
 use crate::source::Source;
 
 /// A delivery as `ingest` takes it.
-struct Prepared {
-    events: Vec<NormalisedEvent>,
-    body: Vec<u8>,
-    sha256: String,
+pub(super) struct Prepared {
+    pub events: Vec<NormalisedEvent>,
+    pub body: Vec<u8>,
+    pub sha256: String,
     /// What the server stores with it: the headers read, the signed time.
-    signature_headers: Option<String>,
-    signed_at: Option<i64>,
-    signed_event_id: Option<String>,
+    pub signature_headers: Option<String>,
+    pub signed_at: Option<i64>,
+    pub signed_event_id: Option<String>,
 }
 
-fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
+pub(super) fn prepare(source: &Source, planned: &Planned) -> Result<Prepared, String> {
     let headers: Vec<(&str, &str)> = planned
         .signed
         .headers

@@ -1,9 +1,18 @@
 //! Drives a running receiver with pre-signed deliveries over keep-alive
-//! connections, as fast as it answers, for a bounded time.
+//! connections, as fast as it answers, for a bounded time. Like wrk, it
+//! writes each request's bytes, prepared before the clock starts, straight
+//! to a TCP stream and reads the answer's head and `content-length` body:
+//! the load generator shares the machine's cores with the server and the
+//! database, so the less CPU it takes per request, the more the figures
+//! say about the server. (An HTTP client library took ~4x the CPU per
+//! request; BENCHMARKS.md.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use super::measure::PhaseResult;
 use super::plan::Planned;
@@ -24,39 +33,39 @@ struct Seen {
     misjudged: u64,
 }
 
+/// Where the deliveries go: `host:port` and the path.
+pub struct Target<'a> {
+    pub address: &'a str,
+    pub path: &'a str,
+}
+
 /// Sends `planned` over `connections` connections until all are answered or
 /// `duration` has passed; returns the figures and the indexes of the new
 /// events answered 200.
 pub async fn drive(
-    url: &str,
+    target: &Target<'_>,
     planned: Arc<Vec<Planned>>,
     connections: usize,
     duration: Duration,
 ) -> Result<(PhaseResult, Vec<usize>), String> {
-    let client = crate::tls::build_client(|builder| {
-        builder
-            .pool_max_idle_per_host(connections)
-            .timeout(Duration::from_secs(60))
-    })?;
+    let requests: Arc<Vec<Vec<u8>>> =
+        Arc::new(planned.iter().map(|p| request_bytes(target, p)).collect());
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let deadline = started + duration;
     let mut senders = Vec::with_capacity(connections);
     for _ in 0..connections {
-        let (client, planned, next, url) = (
-            client.clone(),
-            planned.clone(),
-            next.clone(),
-            url.to_owned(),
-        );
+        let (planned, requests, next) = (planned.clone(), requests.clone(), next.clone());
+        let address = target.address.to_owned();
         senders.push(tokio::spawn(async move {
+            let mut connection = Connection::new(address);
             let mut seen = Seen::default();
             while Instant::now() < deadline {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(delivery) = planned.get(index) else {
                     break;
                 };
-                send(&client, &url, delivery, &mut seen).await?;
+                send(&mut connection, &requests[index], delivery, &mut seen).await?;
                 if !delivery.duplicate {
                     seen.accepted.push(index);
                 }
@@ -80,36 +89,47 @@ pub async fn drive(
     Ok((result, accepted))
 }
 
+/// The whole HTTP/1.1 request for one delivery.
+fn request_bytes(target: &Target<'_>, planned: &Planned) -> Vec<u8> {
+    let body = &planned.signed.body;
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n",
+        target.path,
+        target.address,
+        body.len()
+    );
+    for (name, value) in &planned.signed.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    [head.as_bytes(), body].concat()
+}
+
 /// Sends one delivery until it is answered 2xx.
 async fn send(
-    client: &reqwest::Client,
-    url: &str,
+    connection: &mut Connection,
+    request: &[u8],
     delivery: &Planned,
     seen: &mut Seen,
 ) -> Result<(), String> {
     for _ in 0..RETRIES {
         let began = Instant::now();
-        let mut request = client
-            .post(url)
-            .header("content-type", "application/json")
-            .body(delivery.signed.body.clone());
-        for (name, value) in &delivery.signed.headers {
-            request = request.header(*name, value);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {url}: {e}"))?;
-        let status = response.status();
-        let body = response.bytes().await.map_err(|e| e.to_string())?;
-        if !status.is_success() {
+        let Some(answer) = connection.exchange(request).await else {
+            // The server closed the connection (a bound, a restart): send
+            // it again on a new one, as a provider would.
+            seen.refused += 1;
+            tokio::time::sleep(RETRY_PAUSE).await;
+            continue;
+        };
+        if !(200..300).contains(&answer.status) {
             seen.refused += 1;
             tokio::time::sleep(RETRY_PAUSE).await;
             continue;
         }
         let micros = began.elapsed().as_micros().min(u128::from(u32::MAX)) as u32;
         seen.latencies_us.push(micros);
-        let said_duplicate = contains(&body, b"\"duplicate\":true");
+        let said_duplicate = contains(&answer.body, b"\"duplicate\":true");
         if said_duplicate != delivery.duplicate {
             seen.misjudged += 1;
         }
@@ -123,6 +143,74 @@ async fn send(
     Err(format!(
         "a delivery was refused {RETRIES} times in a row; is the receiver failing?"
     ))
+}
+
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+}
+
+/// One keep-alive connection, opened again when the server closes it.
+struct Connection {
+    address: String,
+    stream: Option<TcpStream>,
+    buffer: Vec<u8>,
+}
+
+impl Connection {
+    fn new(address: String) -> Self {
+        Self {
+            address,
+            stream: None,
+            buffer: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Writes the request and reads its answer; `None` (and the connection
+    /// dropped) if either fails.
+    async fn exchange(&mut self, request: &[u8]) -> Option<Answer> {
+        if self.stream.is_none() {
+            let stream = TcpStream::connect(&self.address).await.ok()?;
+            stream.set_nodelay(true).ok()?;
+            self.stream = Some(stream);
+        }
+        let answer = self.try_exchange(request).await;
+        if answer.as_ref().is_none_or(|(_, close)| *close) {
+            self.stream = None;
+        }
+        answer.map(|(answer, _)| answer)
+    }
+
+    async fn try_exchange(&mut self, request: &[u8]) -> Option<(Answer, bool)> {
+        let stream = self.stream.as_mut()?;
+        stream.write_all(request).await.ok()?;
+        self.buffer.clear();
+        let mut chunk = [0u8; 4096];
+        let end = loop {
+            if let Some(at) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+            let n = stream.read(&mut chunk).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buffer.extend_from_slice(&chunk[..n]);
+        };
+        let head = std::str::from_utf8(&self.buffer[..end]).ok()?;
+        let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
+        let length: usize = super::sink::header(head, "content-length")?.parse().ok()?;
+        let close = super::sink::header(head, "connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        while self.buffer.len() < end + length {
+            let n = stream.read(&mut chunk).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buffer.extend_from_slice(&chunk[..n]);
+        }
+        let body = self.buffer[end..end + length].to_vec();
+        Some((Answer { status, body }, close))
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

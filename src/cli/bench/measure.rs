@@ -13,6 +13,18 @@ pub fn process_cpu(pid: u32) -> Option<Duration> {
     ticks(&stat).map(|t| TICK * t as u32)
 }
 
+/// CPU time (user + system) of this process's children that have ended
+/// and been waited for (pgbench, once it exits).
+pub fn children_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // cutime and cstime: fields 16 and 17; `rest` starts at field 3.
+    let user: u64 = fields.get(13)?.parse().ok()?;
+    let system: u64 = fields.get(14)?.parse().ok()?;
+    Some(TICK * (user + system) as u32)
+}
+
 /// Resident memory of one process (VmRSS), in kB.
 pub fn process_rss_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -84,6 +96,9 @@ pub struct PhaseResult {
     /// for a ceiling) and of the database server, if separate.
     pub server_cpu: Duration,
     pub database_cpu: Option<Duration>,
+    /// CPU of the bench process while it drove the server (the load
+    /// generator, and the outbox's sink with `--outbox`).
+    pub client_cpu: Option<Duration>,
     /// The server's resident memory at the end of the phase, in kB.
     pub server_rss_kb: Option<u64>,
 }
@@ -110,10 +125,11 @@ impl PhaseResult {
 
     /// One line of the report table.
     pub fn row(&mut self) -> String {
-        let database = self
-            .database_cpu
-            .map(|cpu| format!("{:.0}", self.cpu_per_request_us(cpu)))
-            .unwrap_or_else(|| "-".to_owned());
+        let per_request = |cpu: Option<Duration>| {
+            cpu.map(|cpu| format!("{:.0}", self.cpu_per_request_us(cpu)))
+                .unwrap_or_else(|| "-".to_owned())
+        };
+        let (database, client) = (per_request(self.database_cpu), per_request(self.client_cpu));
         let rss = self
             .server_rss_kb
             .map(|kb| format!("{:.0}", kb as f64 / 1024.0))
@@ -124,7 +140,7 @@ impl PhaseResult {
             self.percentile_ms(99.0),
         );
         format!(
-            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>8} {:>7}",
+            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>9} {:>8} {:>7}",
             self.name,
             self.per_second(self.answered),
             self.per_second(self.new_events),
@@ -134,13 +150,14 @@ impl PhaseResult {
             p99,
             self.cpu_per_request_us(self.server_cpu),
             database,
+            client,
             self.refused,
             rss,
         )
     }
 }
 
-pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  non-2xx  RSS MB";
+pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  client µs  non-2xx  RSS MB";
 
 #[cfg(test)]
 mod tests {
@@ -152,6 +169,7 @@ mod tests {
         assert_eq!(command(stat), Some("post gres"));
         assert_eq!(ticks(stat), Some(281));
         assert!(process_cpu(std::process::id()).is_some());
+        assert!(children_cpu().is_some());
         assert_eq!(process_cpu(u32::MAX), None);
         assert_eq!(rss_kb("Name:\tx\nVmRSS:\t   24312 kB\n"), Some(24312));
         assert_eq!(rss_kb("Name:\tx\n"), None);

@@ -12,6 +12,7 @@ mod ceiling;
 mod drain;
 mod drive;
 mod measure;
+mod pgbench;
 mod plan;
 mod server;
 mod sink;
@@ -148,7 +149,10 @@ async fn bench(
     );
     println!("database: {}", server.database());
     println!("{HEADER}");
-    let url = format!("http://{}/webhooks/bench", config.listen);
+    let target = drive::Target {
+        address: &config.listen,
+        path: "/webhooks/bench",
+    };
     let mut rows = Vec::new();
     let started = std::time::Instant::now();
     let phases = [("new", NEW), ("duplicate", DUPLICATES), ("mixed", MIXED)];
@@ -160,9 +164,13 @@ async fn bench(
     for &(name, profile) in phases {
         let planned = Arc::new(ledger.plan(&mut rng, profile, args.events, 0)?);
         let cpu = Cpu::read(server.pid(), postgres);
+        let client = measure::process_cpu(std::process::id());
         let (mut result, accepted) =
-            drive::drive(&url, planned.clone(), args.connections, duration).await?;
+            drive::drive(&target, planned.clone(), args.connections, duration).await?;
         cpu.into(&mut result, server.pid(), postgres);
+        result.client_cpu = client
+            .zip(measure::process_cpu(std::process::id()))
+            .map(|(before, after)| after.saturating_sub(before));
         result.server_rss_kb = measure::process_rss_kb(server.pid());
         accept(&mut ledger, &planned, &accepted);
         result.name = format!("http {name}");
@@ -206,6 +214,27 @@ async fn bench(
         println!("{}", result.row());
         rows.push(result);
     }
+    let pgbench_row = match postgres {
+        true => {
+            let sample = ledger.plan(&mut rng, NEW, 1, since)?;
+            let destinations: Vec<&str> = config
+                .destinations
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect();
+            let run = pgbench::Run {
+                database_url: &config.database_url,
+                folder: config_path.parent().ok_or("the config has a folder")?,
+                run_id,
+                clients: args.pool,
+                accounts: args.accounts,
+                duration,
+                destinations: &destinations,
+            };
+            pgbench::run(&run, &source, &sample[0])?
+        }
+        false => None,
+    };
     let ratio = |http: &PhaseResult, ceiling: &PhaseResult, count: fn(&PhaseResult) -> u64| {
         http.per_second(count(http)) / ceiling.per_second(count(ceiling)).max(1e-9)
     };
@@ -215,6 +244,18 @@ async fn bench(
             ratio(new, ceiling_new, |r| r.new_events),
             ratio(duplicate, ceiling_duplicate, |r| r.duplicates)
         );
+    }
+    match (&pgbench_row, rows.first()) {
+        (Some(row), Some(new)) => {
+            let mut row = row.clone();
+            println!("{}", row.row());
+            println!(
+                "http / pgbench ceiling: new events {:.2}",
+                ratio(new, &row, |r| r.new_events)
+            );
+        }
+        _ if postgres => println!("pgbench ceiling: skipped, pgbench is not installed"),
+        _ => {}
     }
     let verdict = verify(&store, &ledger, &rows).await;
     store.close().await;

@@ -74,8 +74,11 @@ mod scope;
 
 pub use audit::NewAudit;
 pub use ordering::Parked;
+/// For the ceiling's pgbench script (`store::ceiling`).
+pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub use posting::NewPosting;
+pub(in crate::store) use posting::POST_PG;
 pub use redelivery::Redelivered;
 pub use scope::Rescoped;
 
@@ -191,7 +194,7 @@ pub struct Claimed {
 /// the event first owns the row, and this delivery counts on it.
 /// Race-free: PostgreSQL makes a concurrent insert of the same key wait for
 /// the first transaction, then take the update path; SQLite runs one writer.
-const INSERT_INTENT: &str = "
+pub(in crate::store) const INSERT_INTENT: &str = "
 insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
     payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,

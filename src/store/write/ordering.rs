@@ -31,7 +31,7 @@ use crate::domain::Status;
 /// this one statement: the conflict path locks the guard row (PostgreSQL) and
 /// evaluates `where` on its latest committed value. With no row returned the
 /// row is still locked, so a following `GUARD_SEQUENCE` reads a stable value.
-const ADVANCE_GUARD: &str = "
+pub(in crate::store) const ADVANCE_GUARD: &str = "
 insert into sequence_guards (source, account_id, last_sequence, updated_at)
 values ($1, $2, $3, $4)
 on conflict (source, account_id) do update
@@ -47,7 +47,7 @@ select last_sequence from sequence_guards where source = $1 and account_id = $2"
 /// path is a no-op update so that PostgreSQL takes the row lock; a concurrent
 /// first insert of the same key waits for the first transaction and then
 /// takes the update path.
-const LOCK_GUARD: &str = "
+pub(in crate::store) const LOCK_GUARD: &str = "
 insert into sequence_guards (source, account_id, last_sequence, updated_at)
 values ($1, $2, $3, $4)
 on conflict (source, account_id) do update

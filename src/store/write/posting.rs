@@ -29,7 +29,7 @@ use crate::domain::MessageType;
 /// destination in `$12` (none for an empty list), doing nothing on a
 /// conflict. PostgreSQL runs every data-modifying CTE to completion whether
 /// or not the outer query reads it.
-const POST_PG: &str = concat!(
+pub(in crate::store) const POST_PG: &str = concat!(
     "with balance as (",
     upsert_balance!(),
     "

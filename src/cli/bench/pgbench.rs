@@ -1,0 +1,157 @@
+//! The PostgreSQL ceiling measured by pgbench: the store's own statements
+//! for a new credit (`store::ceiling`), on the same schema and database,
+//! from as many clients as the server's pool has connections, with no HTTP
+//! and no Rust in the way. Skipped, and said, where pgbench is not
+//! installed.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::ceiling::prepare;
+use super::measure::{PhaseResult, children_cpu};
+use super::plan::Planned;
+use crate::source::Source;
+use crate::store::ceiling::{PgbenchCredit, pgbench_new_credit};
+
+pub struct Run<'a> {
+    pub database_url: &'a str,
+    pub folder: &'a Path,
+    pub run_id: &'a str,
+    pub clients: u32,
+    pub accounts: usize,
+    pub duration: Duration,
+    /// Destinations the postings are told to (the outbox's rows).
+    pub destinations: &'a [&'a str],
+}
+
+/// Runs the script; `Ok(None)` if pgbench is not installed.
+pub fn run(
+    run: &Run<'_>,
+    source: &Source,
+    sample: &Planned,
+) -> Result<Option<PhaseResult>, String> {
+    if Command::new("pgbench").arg("--version").output().is_err() {
+        return Ok(None);
+    }
+    let ready = prepare(source, sample)?;
+    let event = ready
+        .events
+        .first()
+        .ok_or("a bench delivery has no event")?;
+    let prefix = format!("pgb-{}-", run.run_id);
+    let script = pgbench_new_credit(&PgbenchCredit {
+        source: source.name.as_str(),
+        scope: source.scope.as_str(),
+        prefix: &prefix,
+        accounts: run.accounts,
+        event_type: &event.event_type,
+        currency: "USD",
+        payload: &ready.body,
+        payload_sha256: &ready.sha256,
+        signature_headers: ready.signature_headers.as_deref(),
+        signed_at: ready.signed_at,
+        destinations: run.destinations,
+        now: Utc::now(),
+    });
+    let script_path = run.folder.join("ceiling.pgbench");
+    std::fs::write(&script_path, script).map_err(|e| e.to_string())?;
+    let log_prefix = run.folder.join("pgbench");
+    let database_before = super::measure::postgres_cpu();
+    let client_before = children_cpu();
+    let output = Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-j", "2", "-l"])
+        .arg(format!("--log-prefix={}", log_prefix.display()))
+        .arg(format!("--client={}", run.clients))
+        .arg(format!("--time={}", run.duration.as_secs().max(1)))
+        .arg(format!("--file={}", script_path.display()))
+        .arg(run.database_url)
+        .output()
+        .map_err(|e| format!("pgbench: {e}"))?;
+    let database_cpu = super::measure::postgres_cpu().saturating_sub(database_before);
+    let client_cpu = children_cpu()
+        .zip(client_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("pgbench failed: {stdout}\n{stderr}"));
+    }
+    let transactions = processed(&stdout).ok_or_else(|| format!("pgbench said: {stdout}"))?;
+    let failed = failed(&stdout).unwrap_or(0);
+    let latencies_us = logged_latencies(run.folder)?;
+    Ok(Some(PhaseResult {
+        name: "pgbench new".to_owned(),
+        elapsed: run.duration,
+        answered: transactions,
+        new_events: transactions,
+        refused: failed,
+        latencies_us,
+        database_cpu: Some(database_cpu),
+        client_cpu,
+        ..PhaseResult::default()
+    }))
+}
+
+/// `number of transactions actually processed: 12345` (pgbench 15; later
+/// versions add `/12345` when a count was asked for).
+fn processed(stdout: &str) -> Option<u64> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("number of transactions actually processed:"))?;
+    let value = line.split(':').nth(1)?.trim();
+    value.split('/').next()?.trim().parse().ok()
+}
+
+/// `number of failed transactions: 0 (0.000%)`, where pgbench reports it.
+fn failed(stdout: &str) -> Option<u64> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("number of failed transactions:"))?;
+    line.split(':')
+        .nth(1)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Each transaction's latency from pgbench's per-transaction logs
+/// (`client transaction latency_us script epoch us`, one file per thread).
+fn logged_latencies(folder: &Path) -> Result<Vec<u32>, String> {
+    let mut latencies = Vec::new();
+    for entry in std::fs::read_dir(folder).map_err(|e| e.to_string())? {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        let is_log = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("pgbench."));
+        if !is_log {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        latencies.extend(
+            text.lines()
+                .filter_map(|line| line.split_whitespace().nth(2)?.parse::<u32>().ok()),
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(latencies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_pgbench_counts() {
+        let out = "transaction type: ceiling.pgbench\nnumber of transactions actually \
+                   processed: 52311\nnumber of failed transactions: 3 (0.006%)\n";
+        assert_eq!(processed(out), Some(52311));
+        assert_eq!(failed(out), Some(3));
+        let later = "number of transactions actually processed: 10/10\n";
+        assert_eq!(processed(later), Some(10));
+        assert_eq!(processed("nothing"), None);
+    }
+}

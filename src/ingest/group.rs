@@ -22,14 +22,15 @@
 //!
 //! PostgreSQL runs deliveries in parallel transactions instead (many
 //! writers at once; each commit's WAL flush is already shared by the
-//! server's own group commit).
+//! server's own group commit). On both, a redelivery of an event recently
+//! stored here is counted in a batch instead ([`super::redelivery`]).
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
-use super::redelivery::{self, Recent};
+use super::redelivery::{self, Recent, Recounter};
 use super::{Outcome, RawDelivery, ingest, writer};
 use crate::domain::NormalisedEvent;
 use crate::source::Source;
@@ -65,14 +66,16 @@ pub(super) struct Work {
     pub signed_event_id: Option<String>,
 }
 
-/// Where deliveries are stored: directly, one transaction each, or through
-/// SQLite's group-committing writer.
+/// Where deliveries are stored: directly, one transaction each
+/// (PostgreSQL), or through SQLite's group-committing writer; and the
+/// cheap path for redeliveries of events recently stored here.
 #[derive(Debug, Clone)]
-pub enum Ingestor {
-    /// One transaction per delivery, with the events recently stored here
-    /// (for the cheap redelivery path).
-    Direct(Store, Arc<Recent>),
-    Grouped(mpsc::Sender<Job>),
+pub struct Ingestor {
+    store: Store,
+    /// SQLite's writer; none on PostgreSQL.
+    writer: Option<mpsc::Sender<Job>>,
+    recent: Arc<Recent>,
+    recounter: Recounter,
 }
 
 impl Job {
@@ -82,16 +85,22 @@ impl Job {
 }
 
 impl Ingestor {
-    /// For SQLite, starts the writer task (it ends when every clone of the
-    /// returned ingestor is dropped).
+    /// Starts the redelivery counter and, for SQLite, the writer task (each
+    /// ends when every clone of the returned ingestor is dropped).
     pub fn new(store: &Store) -> Self {
-        match store {
+        let writer = match store {
             Store::Sqlite(..) => {
                 let (jobs, queue) = mpsc::channel(QUEUE);
                 tokio::spawn(writer::write_groups(store.clone(), queue));
-                Ingestor::Grouped(jobs)
+                Some(jobs)
             }
-            Store::Postgres(..) => Ingestor::Direct(store.clone(), Arc::default()),
+            Store::Postgres(..) => None,
+        };
+        Ingestor {
+            store: store.clone(),
+            writer,
+            recent: Arc::default(),
+            recounter: Recounter::spawn(store.clone()),
         }
     }
 
@@ -103,52 +112,54 @@ impl Ingestor {
         events: &[NormalisedEvent],
         raw: &RawDelivery<'_>,
     ) -> Answer {
-        let jobs = match self {
-            Ingestor::Direct(store, recent) => {
-                return ingest_direct(store, recent, source, events, raw).await;
-            }
-            Ingestor::Grouped(jobs) => jobs,
+        let recounted = redelivery::counted(&self.recent, &self.recounter, source, events, raw);
+        if let Some(outcome) = recounted.await {
+            return Ok(vec![outcome]);
+        }
+        let outcomes = match &self.writer {
+            None => ingest_direct(&self.store, source, events, raw).await?,
+            Some(jobs) => ingest_grouped(jobs, source, events, raw).await?,
         };
-        let (reply, answer) = oneshot::channel();
-        let work = Work {
-            source: source.clone(),
-            events: events.to_vec(),
-            payload: raw.payload.to_vec(),
-            payload_sha256: raw.payload_sha256.to_owned(),
-            received_at: raw.received_at,
-            signature_headers: raw.signature_headers.map(str::to_owned),
-            signed_at: raw.signed_at,
-            signed_event_id: raw.signed_event_id.map(str::to_owned),
-        };
-        jobs.send(Job { work, reply })
-            .await
-            .map_err(|_| writer::gone())?;
-        // Dropped unanswered only if the writer is gone.
-        answer.await.map_err(|_| writer::gone())?
+        redelivery::remember(&self.recent, source, events, raw, &outcomes);
+        Ok(outcomes)
     }
 }
 
-/// One transaction for the delivery, unless it is a redelivery of an event
-/// recently stored here and the store counts it in one statement.
+/// Through SQLite's writer, in the next group.
+async fn ingest_grouped(
+    jobs: &mpsc::Sender<Job>,
+    source: &Arc<Source>,
+    events: &[NormalisedEvent],
+    raw: &RawDelivery<'_>,
+) -> Answer {
+    let (reply, answer) = oneshot::channel();
+    let work = Work {
+        source: source.clone(),
+        events: events.to_vec(),
+        payload: raw.payload.to_vec(),
+        payload_sha256: raw.payload_sha256.to_owned(),
+        received_at: raw.received_at,
+        signature_headers: raw.signature_headers.map(str::to_owned),
+        signed_at: raw.signed_at,
+        signed_event_id: raw.signed_event_id.map(str::to_owned),
+    };
+    jobs.send(Job { work, reply })
+        .await
+        .map_err(|_| writer::gone())?;
+    // Dropped unanswered only if the writer is gone.
+    answer.await.map_err(|_| writer::gone())?
+}
+
+/// One transaction for the delivery.
 async fn ingest_direct(
     store: &Store,
-    recent: &Recent,
     source: &Source,
     events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
 ) -> Answer {
-    if let Some(outcome) = redelivery::counted(store, recent, source, events, raw).await? {
-        return Ok(vec![outcome]);
-    }
-    let outcomes = match ingest(store, source, events, raw).await {
+    match ingest(store, source, events, raw).await {
         // Once: the winner has committed (see the error's doc).
-        Err(error) if error.lost_first_delivery_race() => {
-            ingest(store, source, events, raw).await?
-        }
-        answer => answer?,
-    };
-    for outcome in &outcomes {
-        recent.remember(&source.scope, outcome.event_id.as_str());
+        Err(error) if error.lost_first_delivery_race() => ingest(store, source, events, raw).await,
+        answer => answer,
     }
-    Ok(outcomes)
 }

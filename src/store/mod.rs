@@ -37,7 +37,7 @@ pub use rows::{
 };
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
-    PaymentCredit, PaymentRow, Redelivered, Rescoped, UnmatchedRow, WriteTx,
+    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, Rescoped, UnmatchedRow, WriteTx,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

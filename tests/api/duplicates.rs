@@ -121,7 +121,34 @@ async fn duplicates_answer_the_stored_status(backend: Backend) {
     app.assert_invariants().await;
 }
 
+async fn fifty_concurrent_redeliveries_are_each_counted(backend: Backend) {
+    // A redelivery of an event this instance stored is counted in a batch
+    // with the others waiting (ingest::redelivery): the batch adds each
+    // one, however many of the same event it holds.
+    let app = TestApp::spawn(backend).await;
+    let sample = credit("msg_1", "acct_1", 1500);
+    assert_eq!(app.send_ok(&sample).await["duplicate"], false);
+    let ignored = Sample {
+        event_type: Some("ping".into()),
+        ..credit("msg_2", "acct_2", 700)
+    };
+    assert_eq!(app.send_ok(&ignored).await["status"], "ignored");
+    let sends = (0..50).map(|n| app.send_ok(if n % 5 == 0 { &ignored } else { &sample }));
+    let answers = join_all(sends).await;
+    for (n, answer) in answers.iter().enumerate() {
+        let status = if n % 5 == 0 { "ignored" } else { "applied" };
+        assert_eq!(answer["duplicate"], true, "{answer}");
+        assert_eq!(answer["status"], status, "{answer}");
+    }
+    assert_eq!(app.event("demo", "msg_1").await["deliveries"], 41);
+    assert_eq!(app.event("demo", "msg_2").await["deliveries"], 11);
+    assert_eq!(app.balance("acct_1", "USD").await, 1500);
+    assert_eq!(app.entries("acct_2").await.len(), 0);
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    fifty_concurrent_redeliveries_are_each_counted,
     five_sequential_redeliveries_post_once,
     fifty_concurrent_deliveries_post_once,
     a_redelivery_with_another_body_is_a_conflict_and_the_original_is_kept,

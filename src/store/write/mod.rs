@@ -79,7 +79,7 @@ pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub use posting::NewPosting;
 pub(in crate::store) use posting::POST_PG;
-pub use redelivery::Redelivered;
+pub use redelivery::{Redelivered, RedeliveryCount};
 pub use scope::Rescoped;
 
 impl Store {

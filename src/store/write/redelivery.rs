@@ -1,74 +1,126 @@
-//! PostgreSQL's cheap path for a redelivery: counted in one statement, in
-//! its own implicit transaction, without waiting for the WAL flush.
+//! Redeliveries counted in batches: one statement adds every waiting
+//! redelivery to its event's counts and returns each event's status, the
+//! cheap path for events this process has recently seen stored (see
+//! `ingest::redelivery`).
 //!
-//! Why it is safe: the row it updates is visible only once the transaction
-//! that inserted it committed, and that commit was synchronous (flushed
-//! before it became visible), so the status answered is durable. All this
-//! statement changes is the delivery count, the conflict count and the last
-//! receipt time; a crash may lose that one update, and with it a count, and
-//! nothing else: no balance, ledger entry or status. `set_config(...,
-//! true)` is local to the statement's own transaction, so the connection
-//! goes back to the pool with synchronous commits, and a cancelled request
-//! cannot leave it otherwise. A concurrent first delivery of the same event
-//! holds its row uncommitted, invisible here: this matches no row and the
-//! delivery takes the full transaction, whose insert waits for the first
-//! one, as before. The update takes the row's lock, as the full path's
-//! `on conflict do update` does.
+//! Why it is safe: a row is matched only by its key and the exact body it
+//! stores, and is visible only once the transaction that inserted it has
+//! committed, durably (that commit was synchronous), so the status answered
+//! is a committed one. All the statement changes is the delivery count and
+//! the last receipt time: no balance, ledger entry or status. A key that
+//! matches no row (not committed, another body) is left out of the answer,
+//! and that delivery takes the full transaction, which recognises it just
+//! as well. Losing a batch's counts (a crash before the count's own commit
+//! is flushed, on PostgreSQL, where it does not wait for the WAL flush)
+//! loses counts and nothing else.
 //!
-//! SQLite gets no such path: its writes go through the group-committing
-//! writer, where a redelivery shares the group's one fsync.
+//! - SQLite: the batch is its own write transaction, taken in turn with
+//!   the group-committing writer, so it runs alone.
+//! - PostgreSQL: the rows are locked in `intent_id` order before they are
+//!   updated, so two instances counting overlapping batches cannot wait on
+//!   each other in a cycle; `set_config(..., true)` lasts only for the
+//!   statement's own transaction, so the connection goes back to the pool
+//!   with synchronous commits.
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 
-use super::rows::parse_status;
 use super::{Store, StoreError};
 use crate::domain::Status;
+use crate::store::rows::parse_status;
 
-const COUNT_REDELIVERY: &str = "
-with no_flush as (select set_config('synchronous_commit', 'off', true) as setting)
+const COUNT_SQLITE: &str = "
 update intents
-set deliveries = deliveries + 1,
-    conflicts = conflicts + case when payload_sha256 = $3 then 0 else 1 end,
-    conflict_sha256 = case when payload_sha256 = $3 then conflict_sha256 else $3 end,
-    last_received_at = $4
-where scope = $1 and event_id = $2 and (select setting from no_flush) = 'off'
-returning status, payload_sha256";
+set deliveries = deliveries + d.n, last_received_at = $2
+from (select json_extract(value, '$.scope') as scope,
+          json_extract(value, '$.event_id') as event_id,
+          json_extract(value, '$.sha') as sha,
+          json_extract(value, '$.n') as n
+      from json_each($1)) as d
+where intents.scope = d.scope and intents.event_id = d.event_id
+    and intents.payload_sha256 = d.sha
+returning intents.scope, intents.event_id, intents.status";
 
-/// A redelivery counted on its recorded event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+const COUNT_PG: &str = "
+with no_flush as (select set_config('synchronous_commit', 'off', true) as setting),
+batch as (
+    select * from json_to_recordset(CAST($1 AS json))
+        as d(scope text, event_id text, sha text, n bigint)
+),
+locked as (
+    select i.intent_id, b.n
+    from intents i
+    join batch b on i.scope = b.scope and i.event_id = b.event_id and i.payload_sha256 = b.sha
+    where (select setting from no_flush) = 'off'
+    order by i.intent_id
+    for update of i
+)
+update intents
+set deliveries = intents.deliveries + locked.n, last_received_at = $2
+from locked
+where intents.intent_id = locked.intent_id
+returning intents.scope, intents.event_id, intents.status";
+
+/// One event's redeliveries in a batch, each with the body it stores.
+#[derive(Debug, Clone, Serialize)]
+pub struct RedeliveryCount<'a> {
+    pub scope: &'a str,
+    pub event_id: &'a str,
+    #[serde(rename = "sha")]
+    pub payload_sha256: &'a str,
+    /// How many redeliveries this batch holds for it.
+    #[serde(rename = "n")]
+    pub deliveries: i64,
+}
+
+/// A counted event and its status now.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redelivered {
+    pub scope: String,
+    pub event_id: String,
     pub status: Status,
-    /// The body differs from the stored one.
-    pub conflict: bool,
 }
 
 impl Store {
-    /// Counts a redelivery of (scope, event_id) if the event is recorded;
-    /// `None` if it is not (or on SQLite): the delivery then takes the full
-    /// transaction.
-    pub async fn count_redelivery(
+    /// Counts each redelivery of `batch` (its keys distinct) on its recorded
+    /// event, received by `received_at` at the latest; the events found,
+    /// with their status. A key not found is not counted.
+    pub async fn count_redeliveries(
         &self,
-        scope: &str,
-        event_id: &str,
-        payload_sha256: &str,
+        batch: &[RedeliveryCount<'_>],
         received_at: DateTime<Utc>,
-    ) -> Result<Option<Redelivered>, StoreError> {
-        let Store::Postgres(pool, _) = self else {
-            return Ok(None);
+    ) -> Result<Vec<Redelivered>, StoreError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let json = serde_json::to_string(batch).expect("strings and integers serialise");
+        let rows: Vec<(String, String, String)> = match self {
+            Store::Sqlite(..) => {
+                let mut tx = self.begin().await?;
+                let rows = on_tx!(tx, conn => sqlx::query_as(COUNT_SQLITE)
+                    .bind(&json)
+                    .bind(received_at)
+                    .fetch_all(conn)
+                    .await)?;
+                tx.commit().await?;
+                rows
+            }
+            Store::Postgres(pool, _) => {
+                sqlx::query_as(COUNT_PG)
+                    .bind(&json)
+                    .bind(received_at)
+                    .fetch_all(pool)
+                    .await?
+            }
         };
-        let row: Option<(String, String)> = sqlx::query_as(COUNT_REDELIVERY)
-            .bind(scope)
-            .bind(event_id)
-            .bind(payload_sha256)
-            .bind(received_at)
-            .fetch_optional(pool)
-            .await?;
-        row.map(|(status, stored)| {
-            Ok(Redelivered {
-                status: parse_status(&status)?,
-                conflict: stored != payload_sha256,
+        rows.into_iter()
+            .map(|(scope, event_id, status)| {
+                Ok(Redelivered {
+                    scope,
+                    event_id,
+                    status: parse_status(&status)?,
+                })
             })
-        })
-        .transpose()
+            .collect()
     }
 }

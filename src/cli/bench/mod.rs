@@ -231,7 +231,7 @@ async fn bench(
                 duration,
                 destinations: &destinations,
             };
-            pgbench::run(&run, &source, &sample[0])?
+            pgbench::run(&run, &source, &sample[0]).await?
         }
         false => None,
     };

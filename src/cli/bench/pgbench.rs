@@ -5,13 +5,13 @@
 //! installed.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
 use super::ceiling::prepare;
-use super::measure::{PhaseResult, children_cpu};
+use super::measure::{PhaseResult, children_cpu, postgres_cpu};
 use super::plan::Planned;
 use crate::source::Source;
 use crate::store::ceiling::{PgbenchCredit, pgbench_new_credit};
@@ -28,7 +28,7 @@ pub struct Run<'a> {
 }
 
 /// Runs the script; `Ok(None)` if pgbench is not installed.
-pub fn run(
+pub async fn run(
     run: &Run<'_>,
     source: &Source,
     sample: &Planned,
@@ -59,18 +59,37 @@ pub fn run(
     let script_path = run.folder.join("ceiling.pgbench");
     std::fs::write(&script_path, script).map_err(|e| e.to_string())?;
     let log_prefix = run.folder.join("pgbench");
-    let database_before = super::measure::postgres_cpu();
     let client_before = children_cpu();
-    let output = Command::new("pgbench")
+    let seconds = run.duration.as_secs().max(1);
+    let child = Command::new("pgbench")
         .args(["-n", "-M", "prepared", "-j", "2", "-l"])
         .arg(format!("--log-prefix={}", log_prefix.display()))
         .arg(format!("--client={}", run.clients))
-        .arg(format!("--time={}", run.duration.as_secs().max(1)))
+        .arg(format!("--time={seconds}"))
         .arg(format!("--file={}", script_path.display()))
         .arg(run.database_url)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("pgbench: {e}"))?;
-    let database_cpu = super::measure::postgres_cpu().saturating_sub(database_before);
+    // pgbench's server processes end with it, and their CPU time with them:
+    // the database's share is sampled while they run, away from the start
+    // and the end (none for a run too short for that).
+    let database_cpu = match seconds >= 4 {
+        true => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (cpu, at) = (postgres_cpu(), Instant::now());
+            tokio::time::sleep(Duration::from_secs(seconds - 2)).await;
+            let rate =
+                postgres_cpu().saturating_sub(cpu).as_secs_f64() / at.elapsed().as_secs_f64();
+            Some(Duration::from_secs_f64(rate * seconds as f64))
+        }
+        false => None,
+    };
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("pgbench: {e}"))?;
     let client_cpu = children_cpu()
         .zip(client_before)
         .map(|(after, before)| after.saturating_sub(before));
@@ -89,7 +108,7 @@ pub fn run(
         new_events: transactions,
         refused: failed,
         latencies_us,
-        database_cpu: Some(database_cpu),
+        database_cpu,
         client_cpu,
         ..PhaseResult::default()
     }))

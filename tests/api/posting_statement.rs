@@ -1,6 +1,6 @@
 //! A posting (balance, ledger entry, a `ledger.posted` message per
-//! destination) is written as one statement on PostgreSQL and in two calls
-//! on SQLite; `post_in_steps` writes it one statement at a time. On each
+//! destination) is written as one statement on PostgreSQL and in one call
+//! of three statements on SQLite; `post_in_steps` writes it one statement at a time. On each
 //! backend, both ways must write the same rows.
 
 use chrono::{TimeZone, Utc};

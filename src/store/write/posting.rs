@@ -2,9 +2,9 @@
 //! its `ledger.posted` message for each destination that takes it.
 //! PostgreSQL runs them as one statement of data-modifying CTEs, which
 //! saves two round trips per posting. SQLite has no data-modifying CTEs:
-//! it runs the balance's statement, then the entry and the messages as two
-//! statements sent in one call (each call is a handoff to sqlx's SQLite
-//! thread, and the group-committing writer waits for every one of them).
+//! it runs the three statements in one call (each call is a handoff to
+//! sqlx's SQLite thread, and the group-committing writer waits for every
+//! one of them).
 
 use chrono::{DateTime, Utc};
 
@@ -55,31 +55,45 @@ pub(in crate::store) const POST_PG: &str = concat!(
 select balance_minor from balance"
 );
 
-/// SQLite: the entry and its messages, two statements in one call (sqlx
-/// runs every statement of the text, in order, with the same numbered
-/// parameters; an error stops it there). The entry's balance and number
-/// (`$13`, `$14`) come from the balance's own statement run just before;
-/// the messages read the intent this transaction wrote and take one row per
-/// destination in `$12` (a JSON array), as `ENQUEUE_POSTING` does one at a
-/// time (`posting_statement::both_ways_write_the_same_rows` compares them).
-/// As safe as separate statements: each is the same insert, the unique
-/// keys fail it the same way, and the writer holds SQLite's one write lock.
-const ENTRY_AND_MESSAGES_SQLITE: &str = "
+/// SQLite's posting in one call: the balance's own statement
+/// (`upsert_balance!`), the entry, then its messages (sqlx runs every
+/// statement of the text, in order, with the same numbered parameters; an
+/// error stops it there). SQLite has no data-modifying CTEs, so the entry
+/// reads the balance row the first statement just moved, and only if that
+/// statement changed a row (`changes()`: out of range, it changes none and
+/// returns none, and then nothing at all is written). The messages read
+/// the entry and the intent this transaction wrote and take one row per
+/// destination in `$12` (a JSON array; none for `[]`), as `ENQUEUE_POSTING`
+/// does one at a time. Both the balance and the entry return (balance
+/// after, number): two equal rows when posted, none when out of range.
+/// As safe as separate statements: each is the same write, the unique keys
+/// fail it the same way, and the writer holds SQLite's one write lock, so
+/// nothing else moves the balance row between the first two.
+/// `posting_statement::both_ways_write_the_same_rows` compares the rows
+/// with `post_in_steps`.
+const POST_SQLITE: &str = concat!(
+    upsert_balance!(),
+    ";
 insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
     balance_after_minor, object_id, operator_applied, created_at, credits_payment,
     account_seq)
-values ($5, $6, $7, $1, $2, $3, $13, $8, $9, $4, $10, $14);
+select $5, $6, $7, $1, $2, $3, b.balance_minor, $8, $9, $4, $10, b.postings
+from balances b
+where b.account_id = $1 and b.currency = $2 and changes() = 1
+returning balance_after_minor, account_seq;
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
     object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
     created_at)
 select d.value, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applied',
-    $1, $2, $3, $13, $14, $8, i.occurred_at, $4, $9, 'pending', 0, 0, $4
-from intents i, json_each($12) d
-where i.intent_id = $5
-on conflict (destination, message_id) do nothing";
+    $1, $2, $3, e.balance_after_minor, e.account_seq, $8, i.occurred_at, $4, $9, 'pending',
+    0, 0, $4
+from ledger_entries e, intents i, json_each($12) d
+where e.intent_id = $5 and i.intent_id = $5
+on conflict (destination, message_id) do nothing"
+);
 
-/// Binds `$1`-`$11`, which `POST_PG` and `ENTRY_AND_MESSAGES_SQLITE` share.
+/// Binds `$1`-`$11`, which `POST_PG` and `POST_SQLITE` share.
 macro_rules! bind_posting {
     ($query:expr, $posting:expr, $message_id:expr) => {
         $query
@@ -133,30 +147,30 @@ impl WriteTx {
         Ok(balance_after)
     }
 
-    /// SQLite's posting: the balance, then the entry and its messages in
-    /// one call (only the entry when no destination takes the message).
+    /// SQLite's posting, in one call (`POST_SQLITE`).
     async fn post_sqlite(
         &mut self,
         posting: &NewPosting<'_>,
         destinations: &[&str],
     ) -> Result<i64, StoreError> {
-        let (balance_after_minor, account_seq) = self.move_balance(posting).await?;
-        if destinations.is_empty() {
-            self.insert_ledger_entry(&entry_of(posting, balance_after_minor, account_seq))
-                .await?;
-            return Ok(balance_after_minor);
-        }
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
-        let destinations = serde_json::to_string(destinations).expect("strings serialise");
-        on_tx!(self, conn => bind_posting!(sqlx::query(ENTRY_AND_MESSAGES_SQLITE), posting, &message_id)
-            .bind(destinations)
-            .bind(balance_after_minor)
-            .bind(account_seq)
-            .execute(conn)
-            .await
-            .map(drop))?;
-        self.queued = true;
-        Ok(balance_after_minor)
+        let names = serde_json::to_string(destinations).expect("strings serialise");
+        // Every row: fetching only the first would leave the rest unrun.
+        let rows: Vec<(i64, i64)> = on_tx!(self, conn => bind_posting!(sqlx::query_as(POST_SQLITE), posting, &message_id)
+            .bind(names)
+            .fetch_all(conn)
+            .await)?;
+        match rows[..] {
+            [] => Err(balance_limit(posting)),
+            [balance, entry] if balance == entry => {
+                self.queued |= !destinations.is_empty();
+                Ok(entry.0)
+            }
+            _ => Err(StoreError::Corrupt(format!(
+                "the posting of {} returned {rows:?}",
+                posting.event_id
+            ))),
+        }
     }
 
     /// The balance after `posting`, and the posting's number on it.

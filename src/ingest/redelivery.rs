@@ -15,7 +15,7 @@
 //! here should ever take one event for another.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
@@ -23,9 +23,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::{Outcome, RawDelivery, event_payload};
 use crate::domain::{NormalisedEvent, Status};
 use crate::source::Source;
-use crate::store::{RedeliveryCount, Store};
+use crate::store::{RedeliveryCount, Store, received_at_text};
 
-/// Events remembered: 64 K keys with their body's SHA-256, about 8 MB.
+/// Events remembered: 64 K keys with their body's SHA-256: about 9 MB
+/// with ids of 40 bytes, 25 MB at the longest ids (255 bytes).
 const REMEMBERED: usize = 65_536;
 
 /// Redeliveries counted in one statement at most.
@@ -33,8 +34,8 @@ const BATCH: usize = 1024;
 
 /// (scope, event id) as one string, the scope's length first so that no
 /// two keys read the same.
-fn key(scope: &str, event_id: &str) -> Box<str> {
-    format!("{}:{scope}{event_id}", scope.len()).into_boxed_str()
+fn key(scope: &str, event_id: &str) -> String {
+    format!("{}:{scope}{event_id}", scope.len())
 }
 
 fn digest(sha256_hex: &str) -> Option<[u8; 32]> {
@@ -43,8 +44,9 @@ fn digest(sha256_hex: &str) -> Option<[u8; 32]> {
     Some(bytes)
 }
 
-/// Each key's body digest, and the keys oldest first.
-type Remembered = (HashMap<Box<str>, [u8; 32]>, VecDeque<Box<str>>);
+/// Each key's body digest, and the keys oldest first (one allocation
+/// per key, shared).
+type Remembered = (HashMap<Arc<str>, [u8; 32]>, VecDeque<Arc<str>>);
 
 /// The events most recently stored or recognised here, with the SHA-256
 /// of the body each stores.
@@ -75,7 +77,7 @@ impl Recent {
         };
         // A poisoned lock still holds a usable hint.
         let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        keys.0.get(&key(scope, event_id)) == Some(&sha)
+        keys.0.get(key(scope, event_id).as_str()) == Some(&sha)
     }
 
     /// Remembers an event stored with this body, forgetting the oldest
@@ -84,7 +86,7 @@ impl Recent {
         let Some(sha) = digest(sha256_hex) else {
             return;
         };
-        let key = key(scope, event_id);
+        let key: Arc<str> = key(scope, event_id).into();
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let (map, order) = &mut *keys;
         if map.insert(key.clone(), sha).is_none() {
@@ -146,41 +148,45 @@ impl Recounter {
 async fn count_batches(store: Store, mut queue: mpsc::Receiver<Waiting>) {
     let mut batch = Vec::with_capacity(BATCH);
     while queue.recv_many(&mut batch, BATCH).await > 0 {
+        // A requester that has gone (its deadline passed) is not counted:
+        // its provider sends it again.
+        batch.retain(|waiting| !waiting.reply.is_closed());
         count_batch(&store, std::mem::take(&mut batch)).await;
     }
 }
 
 /// Counts one batch and answers every redelivery in it.
 async fn count_batch(store: &Store, batch: Vec<Waiting>) {
-    // One row per event: the statement adds each row's count once.
-    let mut per_event: HashMap<(&str, &str, &str), i64> = HashMap::new();
+    if batch.is_empty() {
+        return;
+    }
+    // One row per event and body: the statement adds each row's count once.
+    let mut per_event: HashMap<(&str, &str, &str), (i64, DateTime<Utc>)> = HashMap::new();
     for waiting in &batch {
         let event = (
             waiting.scope.as_str(),
             waiting.event_id.as_str(),
             waiting.sha256.as_str(),
         );
-        *per_event.entry(event).or_default() += 1;
+        let (count, latest) = per_event.entry(event).or_insert((0, waiting.received_at));
+        *count += 1;
+        *latest = (*latest).max(waiting.received_at);
     }
     let counts: Vec<RedeliveryCount<'_>> = per_event
         .into_iter()
-        .map(|((scope, event_id, sha), n)| RedeliveryCount {
+        .map(|((scope, event_id, sha), (n, latest))| RedeliveryCount {
             scope,
             event_id,
             payload_sha256: sha,
             deliveries: n,
+            received_at: received_at_text(latest),
         })
         .collect();
-    let latest = batch
-        .iter()
-        .map(|w| w.received_at)
-        .max()
-        .unwrap_or_default();
-    let statuses: HashMap<(String, String), Status> =
-        match store.count_redeliveries(&counts, latest).await {
+    let statuses: HashMap<(String, String, String), Status> =
+        match store.count_redeliveries(&counts).await {
             Ok(found) => found
                 .into_iter()
-                .map(|r| ((r.scope, r.event_id), r.status))
+                .map(|r| ((r.scope, r.event_id, r.payload_sha256), r.status))
                 .collect(),
             Err(error) => {
                 // Each then takes the full path, which answers the error
@@ -191,7 +197,9 @@ async fn count_batch(store: &Store, batch: Vec<Waiting>) {
         };
     drop(counts);
     for waiting in batch {
-        let status = statuses.get(&(waiting.scope, waiting.event_id)).copied();
+        let status = statuses
+            .get(&(waiting.scope, waiting.event_id, waiting.sha256))
+            .copied();
         let _ = waiting.reply.send(status);
     }
 }

@@ -73,6 +73,7 @@ mod outbox_faults;
 mod outbox_nats;
 mod outbox_postgres;
 mod protocol;
+mod redelivery_batch;
 mod refunds;
 mod retention;
 mod schema;

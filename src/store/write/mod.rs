@@ -16,7 +16,8 @@
 //! ledger. A transaction that posts several balances of one account (a
 //! contiguous release) locks them up front in currency order. Nothing that
 //! holds only an intent's lock (a dismiss, a redelivery) waits for anything
-//! else. So two single-event deliveries never wait on each other in a cycle.
+//! else; a batch of redelivery counts (`redelivery`) locks many intents but
+//! only rows no one holds, so it never waits. So two single-event deliveries never wait on each other in a cycle.
 //! A batch (Adyen) is several events in one transaction, each taking its
 //! locks in this order after the previous one's: two batches naming the same
 //! accounts in opposite orders can deadlock; PostgreSQL then aborts one
@@ -79,7 +80,7 @@ pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub use posting::NewPosting;
 pub(in crate::store) use posting::POST_PG;
-pub use redelivery::{Redelivered, RedeliveryCount};
+pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use scope::Rescoped;
 
 impl Store {

@@ -68,7 +68,10 @@ select balance_minor from balance"
 /// after, number): two equal rows when posted, none when out of range.
 /// As safe as separate statements: each is the same write, the unique keys
 /// fail it the same way, and the writer holds SQLite's one write lock, so
-/// nothing else moves the balance row between the first two.
+/// nothing else moves the balance row between the first two. As with
+/// separate statements, an entry that fails leaves the balance moved in the
+/// open transaction: every caller rolls back on any error but
+/// `BalanceLimit` (which writes nothing).
 /// `posting_statement::both_ways_write_the_same_rows` compares the rows
 /// with `post_in_steps`.
 const POST_SQLITE: &str = concat!(

@@ -8,21 +8,24 @@
 //! committed, durably (that commit was synchronous), so the status answered
 //! is a committed one. All the statement changes is the delivery count and
 //! the last receipt time: no balance, ledger entry or status. A key that
-//! matches no row (not committed, another body) is left out of the answer,
-//! and that delivery takes the full transaction, which recognises it just
-//! as well. Losing a batch's counts (a crash before the count's own commit
-//! is flushed, on PostgreSQL, where it does not wait for the WAL flush)
-//! loses counts and nothing else.
+//! matches no row (not committed, another body, or on PostgreSQL a row
+//! another transaction holds locked) is left out of the answer, and that
+//! delivery takes the full transaction, which recognises it just as well.
+//! Counts are all that can go wrong: a crash can lose a batch's (on
+//! PostgreSQL its commit does not wait for the WAL flush), and a batch that
+//! fails after its commit (a connection lost before the answer) sends its
+//! deliveries down the full path, which counts them again.
 //!
 //! - SQLite: the batch is its own write transaction, taken in turn with
 //!   the group-committing writer, so it runs alone.
-//! - PostgreSQL: the rows are locked in `intent_id` order before they are
-//!   updated, so two instances counting overlapping batches cannot wait on
-//!   each other in a cycle; `set_config(..., true)` lasts only for the
+//! - PostgreSQL: rows another transaction holds are skipped (`skip
+//!   locked`), so the batch never waits on a lock and no lock order can
+//!   make it part of a deadlock (a release locks several intents in
+//!   sequence order); `set_config(..., true)` lasts only for the
 //!   statement's own transaction, so the connection goes back to the pool
 //!   with synchronous commits.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use super::{Store, StoreError};
@@ -31,35 +34,36 @@ use crate::store::rows::parse_status;
 
 const COUNT_SQLITE: &str = "
 update intents
-set deliveries = deliveries + d.n, last_received_at = $2
+set deliveries = deliveries + d.n, last_received_at = max(last_received_at, d.at)
 from (select json_extract(value, '$.scope') as scope,
           json_extract(value, '$.event_id') as event_id,
           json_extract(value, '$.sha') as sha,
-          json_extract(value, '$.n') as n
+          json_extract(value, '$.n') as n,
+          json_extract(value, '$.at') as at
       from json_each($1)) as d
 where intents.scope = d.scope and intents.event_id = d.event_id
     and intents.payload_sha256 = d.sha
-returning intents.scope, intents.event_id, intents.status";
+returning intents.scope, intents.event_id, intents.payload_sha256, intents.status";
 
 const COUNT_PG: &str = "
 with no_flush as (select set_config('synchronous_commit', 'off', true) as setting),
 batch as (
     select * from json_to_recordset(CAST($1 AS json))
-        as d(scope text, event_id text, sha text, n bigint)
+        as d(scope text, event_id text, sha text, n bigint, at timestamptz)
 ),
 locked as (
-    select i.intent_id, b.n
+    select i.intent_id, b.n, b.at
     from intents i
     join batch b on i.scope = b.scope and i.event_id = b.event_id and i.payload_sha256 = b.sha
     where (select setting from no_flush) = 'off'
-    order by i.intent_id
-    for update of i
+    for update of i skip locked
 )
 update intents
-set deliveries = intents.deliveries + locked.n, last_received_at = $2
+set deliveries = intents.deliveries + locked.n,
+    last_received_at = greatest(intents.last_received_at, locked.at)
 from locked
 where intents.intent_id = locked.intent_id
-returning intents.scope, intents.event_id, intents.status";
+returning intents.scope, intents.event_id, intents.payload_sha256, intents.status";
 
 /// One event's redeliveries in a batch, each with the body it stores.
 #[derive(Debug, Clone, Serialize)]
@@ -71,53 +75,58 @@ pub struct RedeliveryCount<'a> {
     /// How many redeliveries this batch holds for it.
     #[serde(rename = "n")]
     pub deliveries: i64,
+    /// When the latest of them was received, as sqlx writes a time on
+    /// SQLite (RFC 3339, which PostgreSQL reads too).
+    #[serde(rename = "at")]
+    pub received_at: String,
 }
 
-/// A counted event and its status now.
+/// A counted event, the body it stores, and its status now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redelivered {
     pub scope: String,
     pub event_id: String,
+    pub payload_sha256: String,
     pub status: Status,
+}
+
+/// A receipt time as `RedeliveryCount` carries it.
+pub fn received_at_text(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::AutoSi, false)
 }
 
 impl Store {
     /// Counts each redelivery of `batch` (its keys distinct) on its recorded
-    /// event, received by `received_at` at the latest; the events found,
-    /// with their status. A key not found is not counted.
+    /// event; the events found, with their status. A key not found is not
+    /// counted.
     pub async fn count_redeliveries(
         &self,
         batch: &[RedeliveryCount<'_>],
-        received_at: DateTime<Utc>,
     ) -> Result<Vec<Redelivered>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
         let json = serde_json::to_string(batch).expect("strings and integers serialise");
-        let rows: Vec<(String, String, String)> = match self {
+        let rows: Vec<(String, String, String, String)> = match self {
             Store::Sqlite(..) => {
                 let mut tx = self.begin().await?;
                 let rows = on_tx!(tx, conn => sqlx::query_as(COUNT_SQLITE)
                     .bind(&json)
-                    .bind(received_at)
                     .fetch_all(conn)
                     .await)?;
                 tx.commit().await?;
                 rows
             }
             Store::Postgres(pool, _) => {
-                sqlx::query_as(COUNT_PG)
-                    .bind(&json)
-                    .bind(received_at)
-                    .fetch_all(pool)
-                    .await?
+                sqlx::query_as(COUNT_PG).bind(&json).fetch_all(pool).await?
             }
         };
         rows.into_iter()
-            .map(|(scope, event_id, status)| {
+            .map(|(scope, event_id, payload_sha256, status)| {
                 Ok(Redelivered {
                     scope,
                     event_id,
+                    payload_sha256,
                     status: parse_status(&status)?,
                 })
             })

@@ -137,11 +137,17 @@ impl Application {
                 // An idle kept-alive connection is closed as a head that
                 // never came would be.
                 .keep_alive(KeepAlive::Timeout(read_timeout))
-                .on_connect_ext(connection::record_opened)
+                .on_connect_ext(|io: &HeadDeadline<TcpStream>, extensions| {
+                    extensions.insert(io.phase());
+                })
                 .local_addr(local)
                 .client_disconnect_timeout(Duration::from_secs(1))
                 .finish(map_config(
-                    app(context.clone(), read_timeout, lifetime),
+                    app(
+                        context.clone(),
+                        read_timeout,
+                        lifetime.saturating_sub(read_timeout),
+                    ),
                     |()| AppConfig::default(),
                 ));
             let http = fn_service(move |io: TcpStream| {
@@ -310,8 +316,9 @@ async fn place_in_scopes(
 /// The longest one request may take: its head and its body within the
 /// read deadline each, then the handler's worst healthy case (a pooled
 /// connection, then statements up to their timeout). A kept-alive
-/// connection older than this is closed after its next answer, so none
-/// lives longer than twice this.
+/// connection that answers when older than this less the read deadline is
+/// closed after that answer: a next request would start within the read
+/// deadline and end within this, so no connection outlives twice this.
 fn connection_lifetime(config: &Config) -> Duration {
     let database = &config.database;
     2 * config.limits.read_timeout
@@ -319,8 +326,10 @@ fn connection_lifetime(config: &Config) -> Duration {
         + database.statement_timeout.max(database.busy_timeout)
 }
 
-/// The routes, with every request body bounded by the read deadline, and
-/// `Connection: close` on answers on a connection older than `max_age`.
+/// The routes, with every request body bounded by the read deadline, each
+/// request's head deadline stopped when it arrives and its connection's
+/// phase moved on when it is answered (`HeadDeadline`), and `Connection:
+/// close` on answers on a connection older than `max_age`.
 fn app(
     context: Data<Context>,
     read_timeout: Duration,
@@ -344,13 +353,18 @@ fn app(
         .default_service(web::to(not_found))
         .wrap_fn(move |mut request, service| {
             deadline::bound_body(&mut request, read_timeout);
-            let old = connection::older_than(request.request(), max_age);
+            let phase = connection::serving(&request);
             let answer = service.call(request);
             async move {
-                let mut response = answer.await?;
-                if old {
-                    connection::close_after(&mut response);
-                }
+                // actix turns handler and extractor errors into answers
+                // (`handler_service`); an error here could only come from a
+                // middleware, and is answered without the close.
+                let mut response = answer.await.inspect_err(|_| {
+                    if let Some(phase) = &phase {
+                        phase.answered();
+                    }
+                })?;
+                connection::answered(phase, &mut response, max_age);
                 Ok(response)
             }
         })

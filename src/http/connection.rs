@@ -8,16 +8,16 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use actix_http::ConnectionType;
 use actix_http::error::DispatchError;
-use actix_http::{ConnectionType, Extensions};
 use actix_service::Service;
-use actix_web::HttpRequest;
-use actix_web::dev::ServiceResponse;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use tokio::net::TcpStream;
 
 use super::gate::ConnectionGate;
+use super::head_deadline::ConnectionPhase;
 use crate::context::Context;
 
 /// Serves `io` with `service` if the gate admits it.
@@ -67,29 +67,32 @@ where
     }
 }
 
-/// When a connection was opened, in its extensions (`conn_data`).
-#[derive(Debug, Clone, Copy)]
-pub struct Opened(Instant);
-
-/// `on_connect_ext`: records when the connection was opened.
-pub fn record_opened<T>(_io: &T, extensions: &mut Extensions) {
-    extensions.insert(Opened(Instant::now()));
+/// A request has reached the app: its connection's head deadline stops
+/// (`HeadDeadline`); the phase to mark answered afterwards.
+pub fn serving(request: &ServiceRequest) -> Option<ConnectionPhase> {
+    let phase = request.conn_data::<ConnectionPhase>()?.clone();
+    phase.serving();
+    Some(phase)
 }
 
-/// Whether the request came on a connection opened more than `max_age` ago.
-pub fn older_than(request: &HttpRequest, max_age: Duration) -> bool {
-    request
-        .conn_data::<Opened>()
-        .is_some_and(|opened| opened.0.elapsed() > max_age)
-}
-
-/// Closes the connection once this answer is written: a kept-alive
-/// connection ends within its hard lifetime without cutting a request off.
-pub fn close_after<B>(response: &mut ServiceResponse<B>) {
-    response
-        .response_mut()
-        .head_mut()
-        .set_connection_type(ConnectionType::Close);
+/// The request has been answered: the next byte starts a new head. A
+/// connection older than `max_age` is closed once this answer is written,
+/// so a next request could not outlive the connection's hard lifetime.
+pub fn answered<B>(
+    phase: Option<ConnectionPhase>,
+    response: &mut ServiceResponse<B>,
+    max_age: Duration,
+) {
+    let Some(phase) = phase else {
+        return;
+    };
+    phase.answered();
+    if phase.age() > max_age {
+        response
+            .response_mut()
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+    }
 }
 
 /// The metrics label of a connection that ended in an error.

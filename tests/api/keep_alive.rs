@@ -181,7 +181,8 @@ async fn an_old_connection_is_closed_after_an_answer(backend: Backend) {
         assert!(opened.elapsed() < Duration::from_secs(8), "never closed");
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    assert!(closing > Duration::from_secs(4), "{closing:?}");
+    // One request's worst case is 4 s: an answer given past 3 s closes.
+    assert!(closing > Duration::from_secs(3), "{closing:?}");
     assert!(answers > 1, "kept alive until then");
     let (rest, _) = until_closed(&mut stream, Duration::from_secs(2))
         .await
@@ -191,7 +192,74 @@ async fn an_old_connection_is_closed_after_an_answer(backend: Backend) {
     app.assert_invariants().await;
 }
 
+async fn blank_lines_before_a_head_do_not_stop_its_clock(backend: Backend) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    let started = Instant::now();
+    stream
+        .write_all(b"\r\n\r\nPOST /webhooks/demo HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    let (answer, closed) = until_closed(&mut stream, Duration::from_secs(5))
+        .await
+        .expect("the head is cut within its deadline");
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    assert!(closed - started < Duration::from_secs(3));
+}
+
+async fn a_body_announced_with_expect_100_continue_is_served_on_a_kept_alive_connection(
+    backend: Backend,
+) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    let full = request("ka_1", 100);
+    let split = full.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 2;
+    let (head, body) = full.split_at(split);
+    let mut expecting = head.to_vec();
+    expecting.extend_from_slice(b"Expect: 100-continue\r\n");
+    stream.write_all(&expecting).await.unwrap();
+    let continued = exchange(&mut stream, b"\r\n").await;
+    assert_eq!(continued.status(), "100", "{}", continued.head);
+    // The body after a pause that a head could not take: it is the body
+    // reader's deadline (1 s from the head) that bounds it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let answer = exchange(&mut stream, &body[2..]).await;
+    assert_eq!(answer.status(), "200", "{}", answer.head);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let next = exchange(&mut stream, &request("ka_2", 250)).await;
+    assert_eq!(next.status(), "200", "{}", next.head);
+    assert_eq!(app.balance("acct_ka", "USD").await, 350);
+}
+
+async fn a_stalled_body_after_an_early_answer_is_cut_within_twice_the_read_deadline(
+    backend: Backend,
+) {
+    let app = spawn(backend).await;
+    let mut stream = connect(&app).await;
+    // Refused at once (no such source); actix then drains the body.
+    let started = Instant::now();
+    stream
+        .write_all(
+            b"POST /webhooks/nope HTTP/1.1\r\nHost: hookledger\r\n\
+              Transfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n",
+        )
+        .await
+        .unwrap();
+    let (answer, closed) = until_closed(&mut stream, Duration::from_secs(6))
+        .await
+        .expect("the drain is cut well before the connection's hard lifetime (8 s)");
+    assert!(answer.starts_with("HTTP/1.1 404 "), "{answer:?}");
+    assert!(
+        closed - started < Duration::from_secs(4),
+        "{:?}",
+        closed - started
+    );
+}
+
 both_backends!(
+    blank_lines_before_a_head_do_not_stop_its_clock,
+    a_body_announced_with_expect_100_continue_is_served_on_a_kept_alive_connection,
+    a_stalled_body_after_an_early_answer_is_cut_within_twice_the_read_deadline,
     one_connection_serves_delivery_after_delivery,
     a_later_head_that_stalls_is_answered_408_and_closed,
     an_idle_connection_is_closed_without_a_word,

@@ -25,7 +25,7 @@ use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
 use crate::http::gate::ConnectionGate;
-use crate::http::head_deadline::HeadDeadline;
+use crate::http::head_deadline::{ConnectionPhase, HeadDeadline};
 use crate::http::{ApiError, connection, deadline};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -146,20 +146,21 @@ impl Application {
                     app(
                         context.clone(),
                         read_timeout,
-                        lifetime.saturating_sub(read_timeout),
+                        lifetime.saturating_sub(2 * read_timeout),
                     ),
                     |()| AppConfig::default(),
                 ));
-            let http = fn_service(move |io: TcpStream| {
+            let http = fn_service(move |(io, phase): (TcpStream, ConnectionPhase)| {
                 let peer = io.peer_addr().ok();
                 let _ = io.set_nodelay(true);
-                let io = HeadDeadline::new(io, read_timeout);
+                let io = HeadDeadline::new(io, phase);
                 std::future::ready(Ok::<_, DispatchError>((io, Protocol::Http1, peer)))
             })
             .and_then(http);
             let (gate, context) = (gate.clone(), context.clone().into_inner());
             apply_fn_factory(http, move |io: TcpStream, service| {
-                connection::serve(&gate, &context, 2 * lifetime, io, service)
+                let bounds = (read_timeout, 2 * lifetime);
+                connection::serve(&gate, &context, bounds, io, service)
             })
         };
         let mut server = Server::build()
@@ -316,9 +317,10 @@ async fn place_in_scopes(
 /// The longest one request may take: its head and its body within the
 /// read deadline each, then the handler's worst healthy case (a pooled
 /// connection, then statements up to their timeout). A kept-alive
-/// connection that answers when older than this less the read deadline is
-/// closed after that answer: a next request would start within the read
-/// deadline and end within this, so no connection outlives twice this.
+/// connection that answers when older than this less twice the read
+/// deadline is closed after that answer: a next request's head would start
+/// within twice the read deadline (`HeadDeadline`) and the request end
+/// within this, so no connection outlives twice this.
 fn connection_lifetime(config: &Config) -> Duration {
     let database = &config.database;
     2 * config.limits.read_timeout

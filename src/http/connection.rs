@@ -20,21 +20,24 @@ use super::gate::ConnectionGate;
 use super::head_deadline::ConnectionPhase;
 use crate::context::Context;
 
-/// Serves `io` with `service` if the gate admits it.
+/// Serves `io` with `service` if the gate admits it: with the connection's
+/// phase (`HeadDeadline`), whose deadlines end it here too, where actix has
+/// stopped reading it; and within the hard `lifetime`.
 pub fn serve<S>(
     gate: &Arc<ConnectionGate>,
     context: &Arc<Context>,
-    lifetime: Duration,
+    (read_timeout, lifetime): (Duration, Duration),
     io: TcpStream,
     service: &S,
 ) -> impl Future<Output = Result<(), DispatchError>> + use<S>
 where
-    S: Service<TcpStream, Response = (), Error = DispatchError>,
+    S: Service<(TcpStream, ConnectionPhase), Response = (), Error = DispatchError>,
 {
     // Admitted or closed before a byte is read: a flood from one address
     // costs an accept and a close, nothing more.
+    let phase = ConnectionPhase::new(read_timeout);
     let call = match gate.admit(io.peer_addr().ok().map(|a| a.ip())) {
-        Ok(ticket) => Some((ticket, service.call(io))),
+        Ok(ticket) => Some((ticket, service.call((io, phase.clone())))),
         Err(refusal) => {
             context.metrics.connection(refusal.as_str());
             None
@@ -45,13 +48,25 @@ where
         let Some((ticket, call)) = call else {
             return Ok(());
         };
-        // A body actix drains after the handler dropped it (a chunked one)
-        // has no deadline of its own: no connection outlives a request's
-        // worst healthy case.
-        let served = tokio::time::timeout(lifetime, call).await;
+        // Dropping the dispatcher (a phase overdue, the lifetime) closes
+        // the socket: counted first, so that whoever sees it closed finds
+        // it counted.
+        let served = {
+            let call = tokio::time::timeout(lifetime, call);
+            tokio::pin!(call);
+            tokio::select! {
+                served = &mut call => served,
+                overdue = phase.overdue() => {
+                    context.metrics.connection(overdue);
+                    Ok(Ok(()))
+                }
+            }
+        };
         drop(ticket);
         match served {
             Ok(Ok(())) => {}
+            // Counted by the dispatcher's end: already closed, which a
+            // test reading the count must allow for.
             Ok(Err(error)) => match kind(&error) {
                 "head_timeout" => context.metrics.connection("head_timeout"),
                 kind => report(&context, kind, &error.to_string()),

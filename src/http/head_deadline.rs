@@ -3,20 +3,24 @@
 //! a kept-alive connection could otherwise send one quick request and then
 //! dribble the next head for as long as the connection may live.
 //!
-//! Two halves share the connection's [`ConnectionPhase`]: this wrapper
-//! around the socket, and the app's middleware, which says when a request
-//! has reached it (its head is parsed, whatever it held: blank lines before
-//! it, `Expect: 100-continue`) and when it has been answered. So the
-//! wrapper never parses HTTP. It times:
+//! A connection's [`ConnectionPhase`] is shared by three parts: the app's
+//! middleware, which says when a request has reached it (its head is
+//! parsed, whatever it held: blank lines before it, `Expect:
+//! 100-continue`) and when it has been answered; this wrapper around the
+//! socket, which sees the first byte after an answer; and the connection's
+//! task (`connection::serve`), which ends a connection whose deadline has
+//! passed even when actix has stopped reading it. Nothing here parses HTTP.
+//! The deadlines:
 //! - a head: from the connection's opening, or from the first byte read
-//!   after an answer, until its request reaches the middleware. A late head
-//!   gets a bare `408` (as actix answers a late first head) and the read
-//!   fails with `TimedOut`;
-//! - what follows an answer: nothing may keep the connection for more than
-//!   twice the read deadline after it unless a new head is arriving (a
-//!   kept-alive connection idle for the read deadline is closed by actix's
-//!   keep-alive timer; this also ends a body actix drains after an early
-//!   answer, and a client that does not read its answer).
+//!   after an answer, until its request reaches the app. The first head of
+//!   a connection that is late gets a bare `408` (as actix answers one),
+//!   then the connection is closed; a later one is closed without a word,
+//!   since an answer of ours could still be in flight ahead of it;
+//! - after an answer: nothing may keep the connection for more than twice
+//!   the read deadline unless a head is arriving (a kept-alive connection
+//!   idle for the read deadline is closed by actix's keep-alive timer; this
+//!   ends a body actix drains after an early answer, and a client that does
+//!   not read its answers).
 //!
 //! While a request is being served nothing here times it: its body has the
 //! body reader's deadline (`deadline`), its handler the database's.
@@ -31,12 +35,13 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-/// Answered when a head is late, before the connection is closed.
+/// Answered when a connection's first head is late, before it is closed.
 const TIMED_OUT: &[u8] =
     b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
-/// Far enough that a disarmed timer never wakes the connection.
-const NEVER: Duration = Duration::from_secs(24 * 3600);
+/// How long the connection's task waits past a head's deadline before it
+/// closes the connection itself: the wrapper answers `408` first.
+const GRACE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -48,64 +53,109 @@ enum Phase {
     Answered,
 }
 
-/// Where one connection is, shared by its socket wrapper and the app's
-/// middleware (through the connection's extensions; a connection lives on
-/// one worker thread).
-#[derive(Debug, Clone)]
-pub struct ConnectionPhase {
-    phase: Rc<Cell<Phase>>,
-    opened: std::time::Instant,
+#[derive(Debug)]
+struct State {
+    phase: Cell<Phase>,
+    /// When the current phase must have ended (none while serving).
+    deadline: Cell<Option<Instant>>,
+    answers: Cell<u64>,
+    limit: Duration,
+    opened: Instant,
 }
 
+/// Where one connection is (a connection lives on one worker thread).
+#[derive(Debug, Clone)]
+pub struct ConnectionPhase(Rc<State>);
+
 impl ConnectionPhase {
-    fn new() -> Self {
-        Self {
-            phase: Rc::new(Cell::new(Phase::Head)),
-            opened: std::time::Instant::now(),
-        }
+    /// A connection just opened: its first head is timed from now.
+    pub fn new(limit: Duration) -> Self {
+        let now = Instant::now();
+        Self(Rc::new(State {
+            phase: Cell::new(Phase::Head),
+            deadline: Cell::new(Some(now + limit)),
+            answers: Cell::new(0),
+            limit,
+            opened: now,
+        }))
+    }
+
+    fn set(&self, phase: Phase, deadline: Option<Instant>) {
+        self.0.phase.set(phase);
+        self.0.deadline.set(deadline);
     }
 
     /// A request has reached the app: its head is complete.
     pub fn serving(&self) {
-        self.phase.set(Phase::Serving);
+        self.set(Phase::Serving, None);
     }
 
     /// The request has been answered.
     pub fn answered(&self) {
-        self.phase.set(Phase::Answered);
+        self.0.answers.set(self.0.answers.get() + 1);
+        self.set(Phase::Answered, Some(Instant::now() + 2 * self.0.limit));
+    }
+
+    /// A byte has arrived: after an answer, the first of a new head.
+    fn byte_read(&self) {
+        if self.0.phase.get() == Phase::Answered {
+            self.set(Phase::Head, Some(Instant::now() + self.0.limit));
+        }
     }
 
     /// How long ago the connection was opened.
     pub fn age(&self) -> Duration {
-        self.opened.elapsed()
+        self.0.opened.elapsed()
     }
 
-    fn get(&self) -> Phase {
-        self.phase.get()
+    fn head_deadline(&self) -> Option<Instant> {
+        (self.0.phase.get() == Phase::Head)
+            .then(|| self.0.deadline.get())
+            .flatten()
+    }
+
+    /// Resolves once the connection is past its deadline (a head's with a
+    /// grace for the wrapper's `408`), with what to count it as:
+    /// `head_timeout` or `stalled_after_answer`.
+    pub async fn overdue(&self) -> &'static str {
+        loop {
+            let wake = match (self.0.phase.get(), self.0.deadline.get()) {
+                (Phase::Head, Some(deadline)) => deadline + GRACE,
+                (_, Some(deadline)) => deadline,
+                // Serving: looked at again within the read deadline.
+                (_, None) => Instant::now() + self.0.limit,
+            };
+            tokio::time::sleep_until(wake).await;
+            let now = Instant::now();
+            match (self.0.phase.get(), self.0.deadline.get()) {
+                (Phase::Head, Some(deadline)) if now >= deadline + GRACE => return "head_timeout",
+                (Phase::Answered, Some(deadline)) if now >= deadline => {
+                    return "stalled_after_answer";
+                }
+                _ => {}
+            }
+        }
     }
 }
 
 pub struct HeadDeadline<T> {
     io: T,
-    limit: Duration,
     phase: ConnectionPhase,
-    /// The phase the timer was last set for (`Serving`: disarmed).
-    timed: Phase,
+    /// Wakes the connection at a head's deadline (set to the deadline it
+    /// was last set for).
     timer: Pin<Box<Sleep>>,
-    /// Written since the head began: no 408 may follow (actix answered
-    /// already, an early error say).
+    timer_for: Option<Instant>,
+    /// Something was written on this connection: no `408` of ours.
     wrote: bool,
 }
 
 impl<T> HeadDeadline<T> {
-    /// Times the connection's first head from now.
-    pub fn new(io: T, limit: Duration) -> Self {
+    pub fn new(io: T, phase: ConnectionPhase) -> Self {
         Self {
             io,
-            limit,
-            phase: ConnectionPhase::new(),
-            timed: Phase::Head,
-            timer: Box::pin(tokio::time::sleep(limit)),
+            phase,
+            timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            timer_for: None,
             wrote: false,
         }
     }
@@ -115,44 +165,31 @@ impl<T> HeadDeadline<T> {
         self.phase.clone()
     }
 
-    /// Sets the timer for the phase the connection is in now, once per
-    /// phase: a head's deadline, twice the limit after an answer, none
-    /// while serving.
-    fn time_phase(&mut self) {
-        let phase = self.phase.get();
-        if phase == self.timed {
-            return;
+    /// The timer set for the current head's deadline; `None` if no head is
+    /// being timed.
+    fn head_timer(&mut self) -> Option<Pin<&mut Sleep>> {
+        let deadline = self.phase.head_deadline()?;
+        if self.timer_for != Some(deadline) {
+            self.timer.as_mut().reset(deadline);
+            self.timer_for = Some(deadline);
         }
-        let wait = match phase {
-            Phase::Head => self.limit,
-            Phase::Answered => 2 * self.limit,
-            Phase::Serving => NEVER,
-        };
-        self.timer.as_mut().reset(Instant::now() + wait);
-        self.timed = phase;
-    }
-
-    fn expired(&self) -> bool {
-        self.timed != Phase::Serving && Instant::now() >= self.timer.deadline()
+        Some(self.timer.as_mut())
     }
 }
 
 impl<T: AsyncWrite + Unpin> HeadDeadline<T> {
-    /// Ends the connection: a late head is answered 408 first (best effort:
-    /// only what the socket takes at once) unless something was written
-    /// for it already.
+    /// Fails the read of a late head; the connection's first head is
+    /// answered 408 first (best effort: only what the socket takes at once).
     fn time_out(&mut self, cx: &mut Context<'_>) -> io::Error {
-        let head = self.timed == Phase::Head;
-        if head && !self.wrote {
+        if !self.wrote && self.phase.0.answers.get() == 0 {
             let _ = Pin::new(&mut self.io).poll_write(cx, TIMED_OUT);
         }
-        let what = match head {
-            true => "a request head did not arrive",
-            false => "the connection did not move on after an answer",
-        };
         io::Error::new(
             io::ErrorKind::TimedOut,
-            format!("{what} within {} s", self.limit.as_secs()),
+            format!(
+                "a request head did not arrive within {} s",
+                self.phase.0.limit.as_secs()
+            ),
         )
     }
 }
@@ -164,27 +201,29 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for HeadDeadline<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        this.time_phase();
         let before = buf.filled().len();
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) if buf.filled().len() > before => {
-                if this.phase.get() == Phase::Answered {
-                    // The first byte of the next head.
-                    this.phase.phase.set(Phase::Head);
-                    this.wrote = false;
-                    this.time_phase();
-                }
+                this.phase.byte_read();
                 // A head dribbled a byte at a time never leaves the read
                 // pending: its deadline is checked here too.
-                if this.expired() {
-                    return Poll::Ready(Err(this.time_out(cx)));
+                let late = this
+                    .phase
+                    .head_deadline()
+                    .is_some_and(|deadline| Instant::now() >= deadline);
+                match late {
+                    true => Poll::Ready(Err(this.time_out(cx))),
+                    false => Poll::Ready(Ok(())),
                 }
-                Poll::Ready(Ok(()))
             }
-            Poll::Pending
-                if this.timed != Phase::Serving && this.timer.as_mut().poll(cx).is_ready() =>
-            {
-                Poll::Ready(Err(this.time_out(cx)))
+            Poll::Pending => {
+                let late = this
+                    .head_timer()
+                    .is_some_and(|timer| timer.poll(cx).is_ready());
+                match late {
+                    true => Poll::Ready(Err(this.time_out(cx))),
+                    false => Poll::Pending,
+                }
             }
             other => other,
         }
@@ -198,8 +237,6 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for HeadDeadline<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        // An answer being written starts the time after it.
-        this.time_phase();
         let written = Pin::new(&mut this.io).poll_write(cx, buf);
         if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
             this.wrote = true;

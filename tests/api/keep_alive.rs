@@ -120,6 +120,18 @@ async fn connection_counts(app: &TestApp) -> Value {
     json_with_status(metrics, StatusCode::OK).await["connections"].clone()
 }
 
+/// The count of connections ended as `kind`, once it is 1: a connection
+/// the dispatcher ended is counted just after its socket closes.
+async fn counted_once(app: &TestApp, kind: &str) {
+    for _ in 0..100 {
+        if connection_counts(app).await[kind] == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{kind} not counted once: {}", connection_counts(app).await);
+}
+
 async fn one_connection_serves_delivery_after_delivery(backend: Backend) {
     let app = spawn(backend).await;
     let mut stream = connect(&app).await;
@@ -136,7 +148,7 @@ async fn one_connection_serves_delivery_after_delivery(backend: Backend) {
     app.assert_invariants().await;
 }
 
-async fn a_later_head_that_stalls_is_answered_408_and_closed(backend: Backend) {
+async fn a_later_head_that_stalls_is_closed(backend: Backend) {
     let app = spawn(backend).await;
     let mut stream = connect(&app).await;
     let first = exchange(&mut stream, &request("ka_1", 100)).await;
@@ -149,11 +161,33 @@ async fn a_later_head_that_stalls_is_answered_408_and_closed(backend: Backend) {
     let (answer, closed) = until_closed(&mut stream, Duration::from_secs(5))
         .await
         .expect("the stalled head is cut within its deadline");
-    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    // No 408 after a first answer: an answer could still be in flight.
+    assert_eq!(answer, "");
     let waited = closed - started;
     assert!(waited >= Duration::from_millis(900), "{waited:?}");
-    assert_eq!(connection_counts(&app).await["head_timeout"], 1);
+    counted_once(&app, "head_timeout").await;
     assert_eq!(app.balance("acct_ka", "USD").await, 100);
+}
+
+async fn a_client_that_does_not_read_its_answers_is_cut_off(backend: Backend) {
+    // Pipelined requests whose answers (30 MB) fill the client's receive
+    // buffer and the server's send buffer: actix stops writing, then
+    // reading, and only the connection's own task can end it, two read
+    // deadlines after the last answer. The hard lifetime here is 8 s.
+    let app = spawn(backend).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let server = app.address.trim_start_matches("http://").parse().unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    let opened = Instant::now();
+    let requests = b"GET /healthz HTTP/1.1\r\nHost: hookledger\r\n\r\n".repeat(200_000);
+    // The write stalls once the server stops reading, and fails once the
+    // server closes the connection with requests unread.
+    let written = tokio::time::timeout(Duration::from_secs(15), stream.write_all(&requests)).await;
+    let closed = opened.elapsed();
+    assert!(matches!(written, Ok(Err(_))), "{written:?}");
+    assert!(closed < Duration::from_secs(6), "{closed:?}");
+    assert_eq!(connection_counts(&app).await["stalled_after_answer"], 1);
 }
 
 async fn an_idle_connection_is_closed_without_a_word(backend: Backend) {
@@ -181,8 +215,9 @@ async fn an_old_connection_is_closed_after_an_answer(backend: Backend) {
         assert!(opened.elapsed() < Duration::from_secs(8), "never closed");
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
-    // One request's worst case is 4 s: an answer given past 3 s closes.
-    assert!(closing > Duration::from_secs(3), "{closing:?}");
+    // One request's worst case is 4 s: an answer given past 4 - 2 x 1 s
+    // closes.
+    assert!(closing > Duration::from_secs(2), "{closing:?}");
     assert!(answers > 1, "kept alive until then");
     let (rest, _) = until_closed(&mut stream, Duration::from_secs(2))
         .await
@@ -261,7 +296,8 @@ both_backends!(
     a_body_announced_with_expect_100_continue_is_served_on_a_kept_alive_connection,
     a_stalled_body_after_an_early_answer_is_cut_within_twice_the_read_deadline,
     one_connection_serves_delivery_after_delivery,
-    a_later_head_that_stalls_is_answered_408_and_closed,
+    a_later_head_that_stalls_is_closed,
+    a_client_that_does_not_read_its_answers_is_cut_off,
     an_idle_connection_is_closed_without_a_word,
     an_old_connection_is_closed_after_an_answer,
 );

@@ -68,6 +68,11 @@ pub struct BenchArgs {
     /// relay drains what the phases wrote.
     #[arg(long)]
     pub outbox: bool,
+    /// The hookledger binary whose `serve` is driven (default: this one),
+    /// to compare two builds under one load generator; the ceilings are
+    /// always this binary's own.
+    #[arg(long)]
+    pub server_binary: Option<std::path::PathBuf>,
 }
 
 /// The source kind benchmarked: hookledger's own signed format.
@@ -141,7 +146,8 @@ async fn bench(
     let duration = Duration::from_secs(args.seconds);
     let mut ledger = Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts);
     let mut rng = Rng::new(seed);
-    let mut server = server::Server::start(config_path, &config.listen).await?;
+    let server_binary = args.server_binary.as_deref();
+    let mut server = server::Server::start(config_path, &config.listen, server_binary).await?;
     let postgres = !config.database_url.starts_with("sqlite:");
     println!(
         "hookledger bench: {KIND}, {} connections, {} s per phase, pool {}, seed {seed}",

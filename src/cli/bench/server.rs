@@ -55,11 +55,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `hookledger serve` and waits until `/readyz` answers 200.
-    pub async fn start(config: &Path, listen: &str) -> Result<Self, String> {
+    /// Starts `hookledger serve` (this binary's, or `binary`) and waits
+    /// until `/readyz` answers 200.
+    pub async fn start(config: &Path, listen: &str, binary: Option<&Path>) -> Result<Self, String> {
         let log = config.with_file_name("server.log");
         let file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-        let binary = std::env::current_exe().map_err(|e| e.to_string())?;
+        let binary = match binary {
+            Some(binary) => binary.to_path_buf(),
+            None => std::env::current_exe().map_err(|e| e.to_string())?,
+        };
         let child = Command::new(binary)
             .arg("serve")
             .env("HOOKLEDGER_CONFIG", config)

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod app;
 pub mod background;
 pub mod cli;
 pub mod clock;

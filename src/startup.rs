@@ -9,14 +9,9 @@ use std::time::Duration;
 use actix_http::error::DispatchError;
 use actix_http::{HttpService, KeepAlive, Protocol};
 use actix_server::Server;
-use actix_service::{
-    Service, ServiceFactory, ServiceFactoryExt, apply_fn_factory, fn_service, map_config,
-};
-use actix_web::body::MessageBody;
-use actix_web::dev::{AppConfig, ServiceRequest, ServiceResponse};
-use actix_web::error::UrlencodedError;
-use actix_web::web::{self, Data};
-use actix_web::{App, HttpResponse};
+use actix_service::{ServiceFactoryExt, apply_fn_factory, fn_service, map_config};
+use actix_web::dev::AppConfig;
+use actix_web::web::Data;
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 
@@ -24,12 +19,11 @@ use crate::background::Background;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
+use crate::http::connection;
 use crate::http::gate::ConnectionGate;
 use crate::http::head_deadline::{ConnectionPhase, HeadDeadline};
-use crate::http::{ApiError, connection, deadline};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
-use crate::{admin, http};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -143,7 +137,7 @@ impl Application {
                 .local_addr(local)
                 .client_disconnect_timeout(Duration::from_secs(1))
                 .finish(map_config(
-                    app(
+                    crate::app::app(
                         context.clone(),
                         read_timeout,
                         lifetime.saturating_sub(2 * read_timeout),
@@ -326,67 +320,6 @@ fn connection_lifetime(config: &Config) -> Duration {
     2 * config.limits.read_timeout
         + database.acquire_timeout
         + database.statement_timeout.max(database.busy_timeout)
-}
-
-/// The routes, with every request body bounded by the read deadline, each
-/// request's head deadline stopped when it arrives and its connection's
-/// phase moved on when it is answered (`HeadDeadline`), and `Connection:
-/// close` on answers on a connection older than `max_age`.
-fn app(
-    context: Data<Context>,
-    read_timeout: Duration,
-    max_age: Duration,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    App::new()
-        .app_data(context)
-        .app_data(web::PathConfig::default().error_handler(|e, _| bad_request(e)))
-        .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request(e)))
-        .app_data(web::FormConfig::default().error_handler(|e, _| form_error(e)))
-        .configure(http::configure)
-        .configure(admin::configure)
-        .default_service(web::to(not_found))
-        .wrap_fn(move |mut request, service| {
-            deadline::bound_body(&mut request, read_timeout);
-            let phase = connection::serving(&request);
-            let answer = service.call(request);
-            async move {
-                // actix turns handler and extractor errors into answers
-                // (`handler_service`); an error here could only come from a
-                // middleware, and is answered without the close.
-                let mut response = answer.await.inspect_err(|_| {
-                    if let Some(phase) = &phase {
-                        phase.answered();
-                    }
-                })?;
-                connection::answered(phase, &mut response, max_age);
-                Ok(response)
-            }
-        })
-}
-
-fn form_error(error: UrlencodedError) -> actix_web::Error {
-    match &error {
-        UrlencodedError::Payload(e) if deadline::timed_out(e) => {
-            ApiError::RequestTimeout(e.to_string()).into()
-        }
-        _ => bad_request(error),
-    }
-}
-
-fn bad_request(error: impl std::fmt::Display) -> actix_web::Error {
-    ApiError::BadRequest(error.to_string()).into()
-}
-
-async fn not_found() -> HttpResponse {
-    actix_web::ResponseError::error_response(&ApiError::NotFound("route"))
 }
 
 /// The first of SIGTERM and SIGINT, by name; `None` if neither can be

@@ -90,19 +90,15 @@ pub fn serving(request: &ServiceRequest) -> Option<ConnectionPhase> {
     Some(phase)
 }
 
-/// The request has been answered: the next byte starts a new head. A
-/// connection older than `max_age` is closed once this answer is written,
-/// so a next request could not outlive the connection's hard lifetime.
-pub fn answered<B>(
-    phase: Option<ConnectionPhase>,
+/// Closes the connection once this answer is written if it is older than
+/// `max_age`, so that a next request could not outlive the connection's
+/// hard lifetime.
+pub fn close_if_old<B>(
+    phase: Option<&ConnectionPhase>,
     response: &mut ServiceResponse<B>,
     max_age: Duration,
 ) {
-    let Some(phase) = phase else {
-        return;
-    };
-    phase.answered();
-    if phase.age() > max_age {
+    if phase.is_some_and(|phase| phase.age() > max_age) {
         response
             .response_mut()
             .head_mut()

@@ -251,9 +251,8 @@ async fn bench(
             ratio(duplicate, ceiling_duplicate, |r| r.duplicates)
         );
     }
-    match (&pgbench_row, rows.first()) {
-        (Some(row), Some(new)) => {
-            let mut row = row.clone();
+    match (pgbench_row, rows.first()) {
+        (Some(mut row), Some(new)) => {
             println!("{}", row.row());
             println!(
                 "http / pgbench ceiling: new events {:.2}",

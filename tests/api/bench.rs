@@ -70,3 +70,28 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         "no outbox line:\n{stdout}"
     );
 }
+
+/// `--server-binary` drives the named build's `serve`: one that does not
+/// exist fails the run before any phase.
+#[test]
+fn the_server_binary_is_the_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-hookledger");
+    let output = hookledger(dir.path())
+        .args([
+            "bench",
+            "--seconds",
+            "1",
+            "--events",
+            "10",
+            "--server-binary",
+        ])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("cannot start the server"), "{stderr}");
+    assert!(!stdout.contains("http new"), "{stdout}");
+}

@@ -3,7 +3,8 @@
 //! it badly (a malformed head, an I/O error, the lifetime) counted in
 //! metrics and logged within the log budget, since any client can cause it.
 //! A head that does not arrive in time (`HeadDeadline`: answered `408`) is
-//! counted as `head_timeout` and not logged: a port scanner that connects
+//! counted as `head_timeout` (`stalled_after_answer` where the client is
+//! not reading our answers) and not logged: a port scanner that connects
 //! and waits is not news.
 
 use std::future::Future;
@@ -68,7 +69,7 @@ where
             // Counted by the dispatcher's end: already closed, which a
             // test reading the count must allow for.
             Ok(Err(error)) => match kind(&error) {
-                "head_timeout" => context.metrics.connection("head_timeout"),
+                "head_timeout" => context.metrics.connection(phase.late_head()),
                 kind => report(&context, kind, &error.to_string()),
             },
             Err(_) => report(

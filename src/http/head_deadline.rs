@@ -59,6 +59,8 @@ struct State {
     /// When the current phase must have ended (none while serving).
     deadline: Cell<Option<Instant>>,
     answers: Cell<u64>,
+    /// The socket took none of our last write: the client is not reading.
+    writes_blocked: Cell<bool>,
     limit: Duration,
     opened: Instant,
 }
@@ -75,6 +77,7 @@ impl ConnectionPhase {
             phase: Cell::new(Phase::Head),
             deadline: Cell::new(Some(now + limit)),
             answers: Cell::new(0),
+            writes_blocked: Cell::new(false),
             limit,
             opened: now,
         }))
@@ -103,6 +106,17 @@ impl ConnectionPhase {
         }
     }
 
+    /// What a late head is counted as. A client that does not read its
+    /// answers still sends heads: actix reads them but parses none while
+    /// its answers cannot be written, so the head is late because of the
+    /// stall, and is counted as one.
+    pub fn late_head(&self) -> &'static str {
+        match self.0.writes_blocked.get() {
+            true => "stalled_after_answer",
+            false => "head_timeout",
+        }
+    }
+
     /// How long ago the connection was opened.
     pub fn age(&self) -> Duration {
         self.0.opened.elapsed()
@@ -116,7 +130,7 @@ impl ConnectionPhase {
 
     /// Resolves once the connection is past its deadline (a head's with a
     /// grace for the wrapper's `408`), with what to count it as:
-    /// `head_timeout` or `stalled_after_answer`.
+    /// `head_timeout` or `stalled_after_answer` (`late_head`).
     pub async fn overdue(&self) -> &'static str {
         loop {
             let wake = match (self.0.phase.get(), self.0.deadline.get()) {
@@ -128,7 +142,9 @@ impl ConnectionPhase {
             tokio::time::sleep_until(wake).await;
             let now = Instant::now();
             match (self.0.phase.get(), self.0.deadline.get()) {
-                (Phase::Head, Some(deadline)) if now >= deadline + GRACE => return "head_timeout",
+                (Phase::Head, Some(deadline)) if now >= deadline + GRACE => {
+                    return self.late_head();
+                }
                 (Phase::Answered, Some(deadline)) if now >= deadline => {
                     return "stalled_after_answer";
                 }
@@ -238,8 +254,13 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for HeadDeadline<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let written = Pin::new(&mut this.io).poll_write(cx, buf);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            this.wrote = true;
+        match written {
+            Poll::Ready(Ok(n)) if n > 0 => {
+                this.wrote = true;
+                this.phase.0.writes_blocked.set(false);
+            }
+            Poll::Pending => this.phase.0.writes_blocked.set(true),
+            _ => {}
         }
         written
     }

@@ -185,9 +185,10 @@ async fn a_client_that_does_not_read_its_answers_is_cut_off(backend: Backend) {
     // server closes the connection with requests unread.
     let written = tokio::time::timeout(Duration::from_secs(15), stream.write_all(&requests)).await;
     let closed = opened.elapsed();
-    assert!(matches!(written, Ok(Err(_))), "{written:?}");
-    assert!(closed < Duration::from_secs(6), "{closed:?}");
-    assert_eq!(connection_counts(&app).await["stalled_after_answer"], 1);
+    let counts = connection_counts(&app).await;
+    assert!(matches!(written, Ok(Err(_))), "{written:?}: {counts}");
+    assert!(closed < Duration::from_secs(6), "{closed:?}: {counts}");
+    assert_eq!(counts["stalled_after_answer"], 1, "{counts}");
 }
 
 async fn an_idle_connection_is_closed_without_a_word(backend: Backend) {

@@ -169,3 +169,29 @@ async fn the_connection_task_sees_each_phase_overdue() {
     assert_eq!(phase.overdue().await, "stalled_after_answer");
     assert_eq!(second.elapsed(), LIMIT * 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_late_head_from_a_client_that_does_not_read_is_a_stall() {
+    // Its pipelined heads are read, but none is parsed while its answers
+    // cannot be written: the head is late because of the stall.
+    let (mut server, mut client) = pair();
+    one_exchange(&mut server, &mut client).await;
+    let answers = vec![b'a'; 64 * 1024];
+    let blocked = tokio::time::timeout(LIMIT, server.write_all(&answers)).await;
+    assert!(
+        blocked.is_err(),
+        "the client reads nothing: the write blocks"
+    );
+    client.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    read_some(&mut server).await.unwrap();
+    let error = read_some(&mut server).await.unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+    assert_eq!(server.phase().late_head(), "stalled_after_answer");
+    assert_eq!(server.phase().overdue().await, "stalled_after_answer");
+
+    // Once a write goes through again, a late head is a late head.
+    let mut drained = vec![0u8; 4096];
+    client.read_exact(&mut drained).await.unwrap();
+    server.write_all(b"x").await.unwrap();
+    assert_eq!(server.phase().late_head(), "head_timeout");
+}

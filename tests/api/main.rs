@@ -68,6 +68,7 @@ mod ordering_load;
 mod outbox;
 mod outbox_admin;
 mod outbox_behind;
+mod outbox_behind_race;
 mod outbox_chaos;
 mod outbox_faults;
 mod outbox_nats;

@@ -12,16 +12,16 @@ use hookledger::store::{Attempted, OutboxRow, Replay, Store, Tidied};
 use crate::helpers::*;
 use crate::outbox::http_destination;
 
-const DESTINATION: &str = "ordered";
+pub(crate) const DESTINATION: &str = "ordered";
 
 /// A committed posting of `account` numbered `seq`, with its message.
-async fn post(store: &Store, account: &str, seq: i64) {
+pub(crate) async fn post(store: &Store, account: &str, seq: i64) {
     let event_id = format!("{account}_{seq}");
     let tx = crate::outbox_postgres::posting_of(store, &event_id, account, Some(seq)).await;
     tx.commit().await.unwrap();
 }
 
-async fn tidy(store: &Store, ordered: bool) -> Tidied {
+pub(crate) async fn tidy(store: &Store, ordered: bool) -> Tidied {
     let next_ms = Utc::now().timestamp_millis() + 10_000;
     store
         .tidy_outbox(DESTINATION, ordered, next_ms)
@@ -51,7 +51,7 @@ async fn held_message(app: &TestApp, account: &str) {
 }
 
 /// What one ordered claim takes, as `account_seq` names.
-async fn claim(store: &Store) -> Vec<OutboxRow> {
+pub(crate) async fn claim(store: &Store) -> Vec<OutboxRow> {
     let now = Utc::now().timestamp_millis();
     store
         .claim_outbox(DESTINATION, true, "relay", now, now + 60_000, 64)
@@ -60,7 +60,7 @@ async fn claim(store: &Store) -> Vec<OutboxRow> {
 }
 
 /// `account_seq`, or `held` for the unnumbered message.
-fn names(rows: &[OutboxRow]) -> Vec<String> {
+pub(crate) fn names(rows: &[OutboxRow]) -> Vec<String> {
     rows.iter()
         .map(|row| {
             let account = row.account_id.as_deref().unwrap();
@@ -74,12 +74,12 @@ fn names(rows: &[OutboxRow]) -> Vec<String> {
 
 /// Records each row's outcome: delivered, or `dead` (a failure on its last
 /// attempt); `ordered` as the destination's relay would say.
-async fn record(store: &Store, rows: &[OutboxRow], dead: &[&str], ordered: bool) {
+pub(crate) async fn record(store: &Store, rows: &[OutboxRow], dead: &[&str], ordered: bool) {
     record_failing(store, rows, dead, 1, ordered).await
 }
 
 /// The same, a failure dead after `max_attempts`, else retried in an hour.
-async fn record_failing(
+pub(crate) async fn record_failing(
     store: &Store,
     rows: &[OutboxRow],
     failed: &[&str],

@@ -11,12 +11,16 @@
 //! the next row of its account at once, in the statement after the one that
 //! records it. The flag is a hint, never the rule: the claim still checks
 //! the order itself, so a wrong flag can only delay a message until the
-//! next tidy. Such a delay can happen on PostgreSQL: a tidy that flags a
-//! row, committing just after another relay's delivery of the row ahead
-//! looked for flagged rows to clear and found none. Only rows behind a
-//! stuck message (dead, or waiting out a long backoff) are flagged, so the
-//! row ahead is one that is not being delivered just then, unless a replay
-//! re-queued it and it was sent within the tidy's own statement.
+//! next tidy. On PostgreSQL a tidy's flag can race with another relay's
+//! delivery of the row ahead: the flagging statement reads the row ahead
+//! as stuck (a replay re-queues it, a relay sends it and records it
+//! delivered), and commits just after that delivery looked for a flag to
+//! clear and found none. So the tidy flags first, commits, and only then
+//! clears the flags with nothing ahead: that statement starts after every
+//! such delivery committed, and sees it. A delivery that commits later
+//! finds the flag committed and clears it itself. Only rows behind a stuck
+//! message (dead, or waiting out a long backoff) are flagged in the first
+//! place: a message that is moving clears the next one anyway.
 
 use super::super::write::TxConn;
 use super::super::write::on_tx;
@@ -58,7 +62,8 @@ macro_rules! ahead {
     };
 }
 
-/// Rows flagged with nothing ahead any more (a missed clear, see above).
+/// Rows flagged with nothing ahead any more (a missed clear, a flag that
+/// raced with a delivery: see above).
 const UNFLAG: &str = concat!(
     "
 update outbox set behind = false
@@ -96,43 +101,49 @@ pub struct Tidied {
 }
 
 impl Store {
-    /// A destination's tidy. Ordered: clears the flag of rows with nothing
-    /// ahead, then flags the rows behind a stuck message (`next_tidy_ms`:
-    /// when the next tidy runs); each statement walks the destination's
-    /// pending rows once. Not ordered: clears every flag (left by a config
-    /// that ordered it).
+    /// A destination's tidy. Ordered: flags the rows behind a stuck
+    /// message (`next_tidy_ms`: when the next tidy runs), commits, then
+    /// clears the flag of rows with nothing ahead (in that order: see the
+    /// module's doc); each statement walks the destination's pending rows
+    /// once. Not ordered: clears every flag (left by a config that ordered
+    /// it).
     pub async fn tidy_outbox(
         &self,
         destination: &str,
         ordered: bool,
         next_tidy_ms: i64,
     ) -> Result<Tidied, StoreError> {
-        let mut tx = self.begin().await?;
-        let mut tidied = Tidied::default();
-        let steps: &[(&str, bool)] = if ordered {
-            &[(UNFLAG, false), (FLAG, true)]
-        } else {
-            &[(UNFLAG_ALL, false)]
-        };
-        for &(sql, flags) in steps {
-            // Only the flagging statement has a `$2`.
-            let changed = on_tx!(&mut tx, conn => {
-                let query = sqlx::query(sql).bind(destination);
-                if flags {
-                    query.bind(next_tidy_ms).execute(conn).await
-                } else {
-                    query.execute(conn).await
-                }
+        let flagged = match ordered {
+            true => {
+                self.tidy_step(FLAG, destination, Some(next_tidy_ms))
+                    .await?
             }
-            .map(|done| done.rows_affected()))?;
-            if flags {
-                tidied.flagged = changed;
-            } else {
-                tidied.cleared = changed;
+            false => 0,
+        };
+        let clear = if ordered { UNFLAG } else { UNFLAG_ALL };
+        let cleared = self.tidy_step(clear, destination, None).await?;
+        Ok(Tidied { cleared, flagged })
+    }
+
+    /// One statement of the tidy in its own transaction: the rows changed.
+    /// Only the flagging statement has a `$2` (`next_tidy_ms`).
+    async fn tidy_step(
+        &self,
+        sql: &'static str,
+        destination: &str,
+        next_tidy_ms: Option<i64>,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin().await?;
+        let changed = on_tx!(&mut tx, conn => {
+            let query = sqlx::query(sql).bind(destination);
+            match next_tidy_ms {
+                Some(next) => query.bind(next).execute(conn).await,
+                None => query.execute(conn).await,
             }
         }
+        .map(|done| done.rows_affected()))?;
         tx.commit().await?;
-        Ok(tidied)
+        Ok(changed)
     }
 }
 

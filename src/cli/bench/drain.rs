@@ -12,12 +12,13 @@ use crate::startup::connect_store;
 /// How long the relay may take to catch up after the last phase.
 const DRAIN_WAIT: Duration = Duration::from_secs(300);
 
-/// Prints how long the relay took to deliver everything since `started`;
-/// an error if it did not, or if the sink missed a posting.
+/// Prints how long the relay took to deliver everything since `started`
+/// (what `since` names); an error if it did not, or if the sink missed a
+/// posting.
 pub async fn report(
     config: &Config,
     (name, sink): (&str, &Sink),
-    started: Instant,
+    (started, since): (Instant, &str),
     postings: usize,
 ) -> Result<(), String> {
     let phases_ended = Instant::now();
@@ -43,7 +44,7 @@ pub async fn report(
     let whole = started.elapsed().as_secs_f64();
     println!(
         "outbox: {ids} postings delivered ({requests} requests), drained {:.1} s after the \
-         phases ended: {:.0} messages/s over the whole run",
+         phases ended: {:.0} messages/s since {since}",
         phases_ended.elapsed().as_secs_f64(),
         ids as f64 / whole.max(1e-9)
     );

@@ -68,6 +68,13 @@ pub struct BenchArgs {
     /// relay drains what the phases wrote.
     #[arg(long)]
     pub outbox: bool,
+    /// With `--outbox`: the server writes the messages but does not send
+    /// them (`serve --no-relay`); a `hookledger relay` process started
+    /// after the HTTP phases drains them alone. What the messages cost
+    /// ingest by themselves, as where the relay runs on other machines,
+    /// and the relay's own rate.
+    #[arg(long, requires = "outbox")]
+    pub relay_later: bool,
     /// The hookledger binary whose `serve` is driven (default: this one),
     /// to compare two builds under one load generator; the ceilings are
     /// always this binary's own.
@@ -147,7 +154,8 @@ async fn bench(
     let mut ledger = Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts);
     let mut rng = Rng::new(seed);
     let server_binary = args.server_binary.as_deref();
-    let mut server = server::Server::start(config_path, &config.listen, server_binary).await?;
+    let mut server =
+        server::Server::start(config_path, &config.listen, server_binary, args.relay_later).await?;
     let postgres = !config.database_url.starts_with("sqlite:");
     println!(
         "hookledger bench: {KIND}, {} connections, {} s per phase, pool {}, seed {seed}",
@@ -185,7 +193,14 @@ async fn bench(
     }
     if args.outbox {
         let name = format!("sink-{run_id}");
-        drain::report(&config, (&name, sink), started, ledger.accepted.len()).await?;
+        let (_relay, since) = match args.relay_later {
+            true => (
+                Some(server::Server::start_relay(config_path, server_binary)?),
+                (std::time::Instant::now(), "the relay started"),
+            ),
+            false => (None, (started, "the first phase")),
+        };
+        drain::report(&config, (&name, sink), since, ledger.accepted.len()).await?;
     }
     server.stop().await;
 

@@ -55,23 +55,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `hookledger serve` (this binary's, or `binary`) and waits
-    /// until `/readyz` answers 200.
-    pub async fn start(config: &Path, listen: &str, binary: Option<&Path>) -> Result<Self, String> {
-        let log = config.with_file_name("server.log");
-        let file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-        let binary = match binary {
-            Some(binary) => binary.to_path_buf(),
-            None => std::env::current_exe().map_err(|e| e.to_string())?,
+    /// Starts `hookledger serve` (this binary's, or `binary`; with
+    /// `--no-relay` if `no_relay`) and waits until `/readyz` answers 200.
+    pub async fn start(
+        config: &Path,
+        listen: &str,
+        binary: Option<&Path>,
+        no_relay: bool,
+    ) -> Result<Self, String> {
+        let args: &[&str] = match no_relay {
+            true => &["serve", "--no-relay"],
+            false => &["serve"],
         };
-        let child = Command::new(binary)
-            .arg("serve")
-            .env("HOOKLEDGER_CONFIG", config)
-            .stdout(Stdio::from(file.try_clone().map_err(|e| e.to_string())?))
-            .stderr(Stdio::from(file))
-            .spawn()
-            .map_err(|e| format!("cannot start the server: {e}"))?;
-        let mut server = Self { child, log };
+        let mut server = Self::spawn(config, binary, args, "server.log")?;
         let ready = format!("http://{listen}/readyz");
         let client = crate::tls::build_client(|builder| builder)?;
         let deadline = Instant::now() + START_WAIT;
@@ -94,6 +90,34 @@ impl Server {
             "the server was not ready within 60 s:\n{}",
             server.log_text()
         ))
+    }
+
+    /// Starts `hookledger relay` (this binary's, or `binary`) on the same
+    /// config: it has nothing to answer, so it is not waited for.
+    pub fn start_relay(config: &Path, binary: Option<&Path>) -> Result<Self, String> {
+        Self::spawn(config, binary, &["relay"], "relay.log")
+    }
+
+    fn spawn(
+        config: &Path,
+        binary: Option<&Path>,
+        args: &[&str],
+        log_name: &str,
+    ) -> Result<Self, String> {
+        let log = config.with_file_name(log_name);
+        let file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+        let binary = match binary {
+            Some(binary) => binary.to_path_buf(),
+            None => std::env::current_exe().map_err(|e| e.to_string())?,
+        };
+        let child = Command::new(binary)
+            .args(args)
+            .env("HOOKLEDGER_CONFIG", config)
+            .stdout(Stdio::from(file.try_clone().map_err(|e| e.to_string())?))
+            .stderr(Stdio::from(file))
+            .spawn()
+            .map_err(|e| format!("cannot start hookledger {}: {e}", args[0]))?;
+        Ok(Self { child, log })
     }
 
     pub fn pid(&self) -> u32 {

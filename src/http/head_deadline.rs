@@ -60,6 +60,8 @@ struct State {
     deadline: Cell<Option<Instant>>,
     answers: Cell<u64>,
     /// The socket took none of our last write: the client is not reading.
+    /// (The `408` of a late first head is written past this record, on
+    /// purpose: it is best effort, and the connection ends with it.)
     writes_blocked: Cell<bool>,
     limit: Duration,
     opened: Instant,

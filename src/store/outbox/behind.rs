@@ -14,13 +14,18 @@
 //! next tidy. On PostgreSQL a tidy's flag can race with another relay's
 //! delivery of the row ahead: the flagging statement reads the row ahead
 //! as stuck (a replay re-queues it, a relay sends it and records it
-//! delivered), and commits just after that delivery looked for a flag to
-//! clear and found none. So the tidy flags first, commits, and only then
-//! clears the flags with nothing ahead: that statement starts after every
-//! such delivery committed, and sees it. A delivery that commits later
-//! finds the flag committed and clears it itself. Only rows behind a stuck
-//! message (dead, or waiting out a long backoff) are flagged in the first
-//! place: a message that is moving clears the next one anyway.
+//! delivered), and commits after that delivery's clear looked for a flag
+//! and found none. Two statements that each start after a commit close
+//! it: the tidy flags, commits, and only then clears the flags with nothing
+//! ahead; the delivery clears the next row again once it has committed
+//! (`clear_next_after_commit`). If the flag committed before the
+//! delivery's second clear began, that clear sees it; if after, the tidy's
+//! clear began after the flag, so after the delivery had committed, and
+//! sees the row ahead delivered. Neither waits on the other's row locks:
+//! a row not flagged in a statement's snapshot does not match its `where
+//! behind`. Only rows behind a stuck message (dead, or waiting out a long
+//! backoff) are flagged in the first place: a message that is moving
+//! clears the next one anyway.
 
 use super::super::write::TxConn;
 use super::super::write::on_tx;
@@ -93,7 +98,8 @@ where destination = $1 and state = 'pending' and not behind and account_seq is n
 const UNFLAG_ALL: &str = "
 update outbox set behind = false where destination = $1 and state = 'pending' and behind";
 
-/// What [`Store::tidy_outbox`] changed.
+/// What [`Store::tidy_outbox`] changed. A row the tidy flagged and then
+/// found with nothing ahead (its flag raced a delivery) counts in both.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tidied {
     pub cleared: u64,
@@ -113,16 +119,17 @@ impl Store {
         ordered: bool,
         next_tidy_ms: i64,
     ) -> Result<Tidied, StoreError> {
+        // The clear runs even when the flagging failed: it only frees rows.
         let flagged = match ordered {
-            true => {
-                self.tidy_step(FLAG, destination, Some(next_tidy_ms))
-                    .await?
-            }
-            false => 0,
+            true => self.tidy_step(FLAG, destination, Some(next_tidy_ms)).await,
+            false => Ok(0),
         };
         let clear = if ordered { UNFLAG } else { UNFLAG_ALL };
         let cleared = self.tidy_step(clear, destination, None).await?;
-        Ok(Tidied { cleared, flagged })
+        Ok(Tidied {
+            cleared,
+            flagged: flagged?,
+        })
     }
 
     /// One statement of the tidy in its own transaction: the rows changed.
@@ -144,6 +151,21 @@ impl Store {
         .map(|done| done.rows_affected()))?;
         tx.commit().await?;
         Ok(changed)
+    }
+}
+
+impl Store {
+    /// PostgreSQL: the clear of [`clear_next`] once more, after the
+    /// deliveries (`ids`) committed, for a tidy's flag that committed in
+    /// between (see the module's doc). A failure leaves the row to the next
+    /// tidy. SQLite runs one writer at a time: nothing commits in between.
+    pub(super) async fn clear_next_after_commit(&self, ids: &[i64]) {
+        if let Store::Postgres(pool, _) = self {
+            let cleared = sqlx::query(NEXT_POSTGRES).bind(ids).execute(pool).await;
+            if let Err(error) = cleared {
+                tracing::debug!("outbox: clear after delivery failed, the tidy covers it: {error}");
+            }
+        }
     }
 }
 

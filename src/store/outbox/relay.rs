@@ -241,6 +241,9 @@ impl Store {
             }
         }
         tx.commit().await?;
+        if ordered && !delivered.is_empty() {
+            self.clear_next_after_commit(&delivered).await;
+        }
         Ok(recorded)
     }
 

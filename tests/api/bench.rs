@@ -11,7 +11,9 @@ crate::both_backends!(
     a_relay_started_after_the_phases_drains_them,
 );
 
-async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
+/// A one-second bench over 20 accounts with a destination, `extra` added;
+/// what it printed, once it has passed its own checks.
+fn short_bench(backend: &Backend, events: &str, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut command = hookledger(dir.path());
     command.args([
@@ -19,20 +21,26 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         "--seconds",
         "1",
         "--events",
-        "400",
+        events,
         "--connections",
         "4",
         "--accounts",
         "20",
         "--outbox",
     ]);
-    if let Backend::Postgres(url) = &backend {
+    command.args(extra);
+    if let Backend::Postgres(url) = backend {
         command.args(["--database", url]);
     }
     let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
+    let stdout = short_bench(&backend, "400", &[]);
     for phase in [
         "http new",
         "http duplicate",
@@ -77,29 +85,7 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
 /// `--relay-later`: the server only writes the messages; a relay process
 /// started after the phase delivers every one of them.
 async fn a_relay_started_after_the_phases_drains_them(backend: Backend) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = hookledger(dir.path());
-    command.args([
-        "bench",
-        "--seconds",
-        "1",
-        "--events",
-        "300",
-        "--connections",
-        "4",
-        "--accounts",
-        "20",
-        "--only-new",
-        "--outbox",
-        "--relay-later",
-    ]);
-    if let Backend::Postgres(url) = &backend {
-        command.args(["--database", url]);
-    }
-    let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = short_bench(&backend, "300", &["--only-new", "--relay-later"]);
     let drained = stdout.lines().find(|l| l.starts_with("outbox: "));
     let drained = drained.unwrap_or_else(|| panic!("no outbox line:\n{stdout}"));
     assert!(drained.ends_with("since the relay started"), "{drained}");

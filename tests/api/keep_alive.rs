@@ -188,7 +188,9 @@ async fn a_client_that_does_not_read_its_answers_is_cut_off(backend: Backend) {
     let counts = connection_counts(&app).await;
     assert!(matches!(written, Ok(Err(_))), "{written:?}: {counts}");
     assert!(closed < Duration::from_secs(6), "{closed:?}: {counts}");
-    assert_eq!(counts["stalled_after_answer"], 1, "{counts}");
+    // Counted just after the close where the dispatcher ended it (a late
+    // head's read failing), before it where the connection's task did.
+    counted_once(&app, "stalled_after_answer").await;
 }
 
 async fn an_idle_connection_is_closed_without_a_word(backend: Backend) {

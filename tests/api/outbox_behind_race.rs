@@ -156,12 +156,7 @@ async fn a_flag_committed_before_the_delivery_ahead_does_not_hold_the_row() {
         let store = store.clone();
         async move { record_failing(&store, &rows, &["b_1"], 25, true).await }
     });
-    for _ in 0..400 {
-        if pause.waiting_on("advisory").await >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    pause.until_waiting("advisory", 2).await;
     assert_eq!(pause.waiting_on("advisory").await, 2, "both paused");
 
     pause.release().await;

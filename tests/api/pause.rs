@@ -66,13 +66,18 @@ impl Pause {
     }
 
     pub async fn until_waiting_on(&mut self, kind: &str) {
+        self.until_waiting(kind, 1).await
+    }
+
+    /// Until at least `count` transactions wait on a lock of `kind`.
+    pub async fn until_waiting(&mut self, kind: &str, count: i64) {
         for _ in 0..200 {
-            if self.waiting_on(kind).await > 0 {
+            if self.waiting_on(kind).await >= count {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("no transaction ever waited on a {kind} lock");
+        panic!("{count} transaction(s) never waited on a {kind} lock at once");
     }
 
     /// Runs `request` while the pause is held, and releases the pause once

@@ -38,6 +38,8 @@ pub struct DestinationView {
 /// One message row.
 #[derive(Debug, Serialize)]
 pub struct MessageView {
+    /// The row, which a replay names.
+    pub outbox_id: i64,
     pub destination: String,
     pub message_id: String,
     pub message_type: String,
@@ -67,6 +69,7 @@ impl MessageView {
                 .unwrap_or_default(),
             written: time(row.created_at),
             event_href: event_href(&row.source, &row.event_id),
+            outbox_id: row.outbox_id,
             destination: row.destination,
             message_id: row.message_id,
             message_type: row.message_type,
@@ -138,6 +141,7 @@ pub async fn event_messages(
 pub struct ReplayForm {
     #[serde(default)]
     csrf: String,
+    outbox_id: i64,
     destination: String,
     message_id: String,
 }
@@ -154,6 +158,7 @@ pub async fn replay(
     let replayed = context
         .store
         .replay_message(
+            form.outbox_id,
             &form.destination,
             &form.message_id,
             &admin.actor(),

@@ -71,6 +71,7 @@ mod outbox_behind;
 mod outbox_behind_race;
 mod outbox_chaos;
 mod outbox_faults;
+mod outbox_key;
 mod outbox_nats;
 mod outbox_postgres;
 mod protocol;

@@ -45,6 +45,7 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
         .as_str()
         .unwrap()
         .to_owned();
+    let outbox_id = billing["dead_letters"][0]["outbox_id"].to_string();
     let event = page(&app, "/admin/event?source=demo&id=evt_1", &cookie).await;
     assert!(event.contains("Told to other systems") && event.contains(&message_id));
 
@@ -52,10 +53,11 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     let csrf = csrf_in(&dashboard);
     let form = [
         ("csrf", csrf.as_str()),
+        ("outbox_id", outbox_id.as_str()),
         ("destination", "billing"),
         ("message_id", message_id.as_str()),
     ];
-    let forged = [("csrf", "00"), form[1], form[2]];
+    let forged = [("csrf", "00"), form[1], form[2], form[3]];
     let refused = post_form(
         &app,
         "/admin/outbox/replay",
@@ -79,24 +81,38 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     let accepted = receiver.accepted();
     assert_eq!(accepted.len(), 1);
     assert_eq!(accepted[0].id, message_id, "the same id");
-    // Audited on the event; a message that is not dead or delivered (here
-    // an unknown one) is refused.
+    // Audited on the event. The message is delivered now, which a replay
+    // takes, but only with its row and its id both: a form naming another
+    // id, or another row, is refused and re-queues nothing.
     let event = page(&app, "/admin/event?source=demo&id=evt_1", &cookie).await;
     assert!(event.contains("outbox_replay"), "{event}");
     assert!(event.contains("delivered"), "{event}");
-    let again = post_form(
-        &app,
-        "/admin/outbox/replay",
-        &cookie,
-        Some(&app.address),
-        &[
-            ("csrf", csrf.as_str()),
-            ("destination", "billing"),
-            ("message_id", "msg_unknown"),
-        ],
-    )
-    .await;
-    assert_eq!(again.status(), StatusCode::CONFLICT);
+    let other_row = (outbox_id.parse::<i64>().unwrap() + 1).to_string();
+    for (row, id) in [
+        (outbox_id.as_str(), "msg_unknown"),
+        (other_row.as_str(), message_id.as_str()),
+    ] {
+        let again = post_form(
+            &app,
+            "/admin/outbox/replay",
+            &cookie,
+            Some(&app.address),
+            &[
+                ("csrf", csrf.as_str()),
+                ("outbox_id", row),
+                ("destination", "billing"),
+                ("message_id", id),
+            ],
+        )
+        .await;
+        assert_eq!(again.status(), StatusCode::CONFLICT, "{row} {id}");
+    }
+    let rows = app.store().outbox_messages("billing", 0, 10).await.unwrap();
+    assert_eq!(
+        rows.iter().map(|m| m.state.as_str()).collect::<Vec<_>>(),
+        ["delivered"],
+        "nothing re-queued"
+    );
 }
 
 both_backends!(a_dead_letter_is_shown_and_sent_again_from_the_page);

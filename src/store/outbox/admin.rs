@@ -24,17 +24,23 @@ select count(*) from (
     where destination = $1 and account_seq is not null and last_error is not null
         and state in ('pending', 'dead')) blocked";
 
-const MESSAGE: &str = "
-select outbox_id, destination, message_id, message_type, source, event_id, account_id,
-    currency,
-    account_seq, state, attempts, last_error, created_at, delivered_ms
-from outbox where destination = $1 and message_id = $2";
+/// Found by the intent, through the outbox's unique key (`outbox_key`).
+const MESSAGES_OF_EVENT: &str = "
+select o.outbox_id, o.destination, o.message_id, o.message_type, o.source, o.event_id,
+    o.account_id, o.currency, o.account_seq, o.state, o.attempts, o.last_error, o.created_at,
+    o.delivered_ms
+from outbox o
+where o.intent_id = (select intent_id from intents where source = $1 and event_id = $2)
+order by o.outbox_id";
 
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
+/// Found by its row; its destination and id must match too, so a form
+/// from before a purge never re-queues another message.
 const REPLAY_ONE: &str = "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = $4, leased_by = null,
     delivered_ms = null, behind = false
-where destination = $1 and message_id = $2 and state in ('dead', 'delivered')
+where outbox_id = $1 and destination = $2 and message_id = $3
+    and state in ('dead', 'delivered')
 returning source, event_id";
 
 impl Store {
@@ -59,32 +65,24 @@ impl Store {
     }
 
     /// Every message the event `(source, event_id)` wrote, to every
-    /// configured destination (found by their ids, which the event
-    /// determines).
+    /// destination (one no longer configured included), oldest first.
     pub async fn event_messages(
         &self,
         source: &str,
         event_id: &str,
     ) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut found = Vec::new();
-        for route in self.outbox().routes().iter() {
-            for message_type in &route.types {
-                let id = message_type.message_id(source, event_id);
-                let row: Option<OutboxEntry> = on_pool!(self, pool => sqlx::query_as(MESSAGE)
-                    .bind(&route.destination)
-                    .bind(&id)
-                    .fetch_optional(pool)
-                    .await)?;
-                found.extend(row);
-            }
-        }
-        Ok(found)
+        Ok(on_pool!(self, pool => sqlx::query_as(MESSAGES_OF_EVENT)
+            .bind(source)
+            .bind(event_id)
+            .fetch_all(pool)
+            .await)?)
     }
 
     /// Re-queues one message and audits it, in one transaction; false if
     /// it is not dead or delivered (pending already, or unknown).
     pub async fn replay_message(
         &self,
+        outbox_id: i64,
         destination: &str,
         message_id: &str,
         actor: &str,
@@ -92,6 +90,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
         let row: Option<(String, String)> = on_tx!(&mut tx, conn => sqlx::query_as(REPLAY_ONE)
+            .bind(outbox_id)
             .bind(destination)
             .bind(message_id)
             .bind(now.timestamp_millis())

@@ -4,7 +4,9 @@
 //! none at all when no destination is configured.
 //!
 //! Race-free on both backends: each statement inserts rows keyed by
-//! (destination, message_id) and does nothing on a conflict, so the same
+//! (intent_id, message_type, destination) (the same as the message id, which
+//! is a hash of the type and the intent's source and event id; ordered by
+//! time, so new rows go to the key's end) and does nothing on a conflict, so the same
 //! message written twice (an event held as `waiting`, then as `stale`) is
 //! one row; the intent row it reads is locked by this transaction's own
 //! write to it. A new row is due at once (`next_attempt_ms` 0).
@@ -25,7 +27,7 @@ insert into outbox (destination, message_id, message_type, intent_id, source, ev
 select $1, $2, 'ledger.posted', intent_id, source, event_id, 'applied', $3, $4, $5, $6, $7,
     $8, occurred_at, $9, $10, 'pending', 0, 0, $9
 from intents where intent_id = $11
-on conflict (destination, message_id) do nothing"
+on conflict (intent_id, message_type, destination) do nothing"
     };
 }
 
@@ -39,7 +41,7 @@ insert into outbox (destination, message_id, message_type, intent_id, source, ev
 select $1, $2, $3, intent_id, source, event_id, status, reason, account_id, currency,
     amount_minor, object_id, occurred_at, $4, false, 'pending', 0, 0, $4
 from intents where intent_id = $5
-on conflict (destination, message_id) do nothing"
+on conflict (intent_id, message_type, destination) do nothing"
     };
 }
 

@@ -50,7 +50,7 @@ pub(in crate::store) const POST_PG: &str = concat!(
     from entry e
     join intents i on i.intent_id = e.intent_id
     cross join unnest($12::text[]) as d(destination)
-    on conflict (destination, message_id) do nothing
+    on conflict (intent_id, message_type, destination) do nothing
 )
 select balance_minor from balance"
 );
@@ -93,7 +93,7 @@ select d.value, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applie
     0, 0, $4
 from ledger_entries e, intents i, json_each($12) d
 where e.intent_id = $5 and i.intent_id = $5
-on conflict (destination, message_id) do nothing"
+on conflict (intent_id, message_type, destination) do nothing"
 );
 
 /// Binds `$1`-`$11`, which `POST_PG` and `POST_SQLITE` share.

@@ -1,0 +1,19 @@
+-- The outbox's unique key, from (destination, message_id) to
+-- (intent_id, message_type, destination). Keep in step with
+-- ../sqlite/0009_outbox_key.sql.
+-- Why: message_id is a hash, so every new message went into that index at a
+-- random place: one more page of the index written per message, on a table
+-- that keeps its delivered rows for retention.outbox_days (BENCHMARKS.md,
+-- "2026-11-27: the outbox's unique key"). intent_id grows with time, so the
+-- new key's inserts land at its end, on the page the last message touched.
+-- The key means the same: message_id is the hash of (message_type, the
+-- event's source and event_id), and an intent is one (source, event_id).
+-- It also finds an event's messages (the event page) by its intent.
+-- A replay of one message finds it by outbox_id (and checks its id).
+-- The index is built in this transaction and blocks writes to outbox while
+-- it builds. Where that table is large, build it beforehand without
+-- blocking: `create unique index concurrently if not exists outbox_key on
+-- outbox (intent_id, message_type, destination)`; this file then finds it.
+-- (Not concurrently here: see 0008_outbox_behind.sql.)
+create unique index if not exists outbox_key on outbox (intent_id, message_type, destination);
+alter table outbox drop constraint if exists outbox_destination_message_id_key;

@@ -1,0 +1,190 @@
+//! The outbox's unique key moved from (destination, message_id) to
+//! (intent_id, message_type, destination) (migration 0009): a database
+//! from before keeps every message with its row and id, an event's page
+//! still lists them, a dead one is still sent again, and the message-id
+//! index that every new message paid for is gone.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use chrono::Utc;
+use hookledger::domain::MessageType;
+
+use crate::helpers::*;
+use crate::outbox::{drained, http_destination};
+use crate::receiver::{Answer, Receiver};
+
+/// Migrated up to 0008, with one event and two messages of it: one dead
+/// for `billing` (configured below), one delivered for `archive` (a
+/// destination since removed from the config).
+async fn prepare_before_the_key(url: String) {
+    use sqlx::migrate::Migrator;
+    use std::borrow::Cow;
+    use std::str::FromStr;
+
+    let folder = ["postgres", "sqlite"][usize::from(url.starts_with("sqlite:"))];
+    let mut migrator = Migrator::new(std::path::Path::new(&format!(
+        "{}/migrations/{folder}",
+        env!("CARGO_MANIFEST_DIR")
+    )))
+    .await
+    .unwrap();
+    migrator.migrations = Cow::Owned(migrator.migrations[..8].to_vec());
+    assert!(migrator.migrations[7].description.contains("outbox behind"));
+    let at = now();
+    let message_id = MessageType::LedgerPosted.message_id("demo", "evt_old");
+    macro_rules! fill {
+        ($pool:expr) => {{
+            let pool = $pool;
+            migrator.run(&pool).await.unwrap();
+            sqlx::query(
+                "insert into intents (source, scope, event_id, event_type, status,
+                    account_id, currency, amount_minor, event_sequence, deliveries,
+                    conflicts, payload_sha256, payload, first_received_at, last_received_at)
+                 values ('demo', 'demo', 'evt_old', 'balance.credit', 'applied', 'cus_1',
+                    'USD', 700, 1, 1, 0, 'sha', $1, $2, $2)",
+            )
+            .bind(b"{}".as_slice())
+            .bind(at)
+            .execute(&pool)
+            .await
+            .unwrap();
+            for (destination, state, error, delivered) in [
+                ("billing", "dead", Some("answered HTTP 500"), None),
+                (
+                    "archive",
+                    "delivered",
+                    None,
+                    Some(Utc::now().timestamp_millis()),
+                ),
+            ] {
+                sqlx::query(
+                    "insert into outbox (destination, message_id, message_type, intent_id,
+                        source, event_id, event_status, account_id, currency, amount_minor,
+                        balance_after_minor, account_seq, posted_at, operator_applied, state,
+                        attempts, next_attempt_ms, last_error, created_at, delivered_ms)
+                     select $1, $2, 'ledger.posted', intent_id, 'demo', 'evt_old', 'applied',
+                        'cus_1', 'USD', 700, 700, 1, $3, false, $4, 1, 0, $5, $3, $6
+                     from intents where event_id = 'evt_old'",
+                )
+                .bind(destination)
+                .bind(&message_id)
+                .bind(at)
+                .bind(state)
+                .bind(error)
+                .bind(delivered)
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            pool.close().await;
+        }};
+    }
+    if folder == "sqlite" {
+        let options = sqlx::sqlite::SqliteConnectOptions::from_str(&url)
+            .unwrap()
+            .create_if_missing(true);
+        fill!(sqlx::SqlitePool::connect_with(options).await.unwrap());
+    } else {
+        fill!(sqlx::PgPool::connect(&url).await.unwrap());
+    }
+}
+
+/// The outbox's unique indexes, by name.
+async fn unique_indexes(app: &TestApp) -> BTreeSet<String> {
+    let names: Vec<(String,)> = match app.store() {
+        hookledger::store::Store::Sqlite(pool, ..) => {
+            sqlx::query_as("select name from pragma_index_list('outbox') where \"unique\"")
+                .fetch_all(pool)
+                .await
+        }
+        hookledger::store::Store::Postgres(pool, _) => {
+            sqlx::query_as(
+                "select cast(indexname as text) from pg_indexes
+                 where schemaname = 'public' and tablename = 'outbox'
+                     and indexdef like 'CREATE UNIQUE INDEX%'",
+            )
+            .fetch_all(pool)
+            .await
+        }
+    }
+    .unwrap();
+    names.into_iter().map(|(name,)| name).collect()
+}
+
+async fn a_database_from_before_the_key_keeps_its_messages(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let destination = http_destination("billing", &receiver.url(), "");
+    let app = TestApp::spawn_prepared(
+        backend.clone(),
+        Options {
+            extra_sources: &destination,
+            ..Options::default()
+        },
+        prepare_before_the_key,
+    )
+    .await;
+    let expected: BTreeSet<String> = match backend {
+        Backend::Sqlite => ["outbox_key"].into_iter().map(String::from).collect(),
+        Backend::Postgres(_) => ["outbox_key", "outbox_pkey"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+    };
+    assert_eq!(unique_indexes(&app).await, expected);
+
+    let message_id = MessageType::LedgerPosted.message_id("demo", "evt_old");
+    let before = app.store().event_messages("demo", "evt_old").await.unwrap();
+    let kept: Vec<_> = before
+        .iter()
+        .map(|m| {
+            (
+                m.destination.as_str(),
+                m.message_id.as_str(),
+                m.state.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("billing", message_id.as_str(), "dead"),
+            ("archive", message_id.as_str(), "delivered"),
+        ]
+    );
+
+    // The dead one, sent again by its row: the same id reaches billing.
+    let replayed = app
+        .store()
+        .replay_message(
+            before[0].outbox_id,
+            "billing",
+            &message_id,
+            "test",
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    assert!(replayed);
+    // A new posting's message goes in after the kept rows.
+    app.send_ok(&credit("evt_new", "cus_1", 300)).await;
+    let messages = drained(&app, "billing", Duration::from_secs(20)).await;
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| (m.event_id.as_str(), m.state.as_str()))
+            .collect::<Vec<_>>(),
+        [("evt_old", "delivered"), ("evt_new", "delivered")]
+    );
+    assert!(messages[1].outbox_id > before[1].outbox_id);
+    let mut ids: Vec<_> = receiver.accepted().into_iter().map(|m| m.id).collect();
+    ids.sort();
+    let mut expected = vec![
+        message_id,
+        MessageType::LedgerPosted.message_id("demo", "evt_new"),
+    ];
+    expected.sort();
+    assert_eq!(ids, expected);
+}
+
+both_backends!(a_database_from_before_the_key_keeps_its_messages);

@@ -21,12 +21,14 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# Each row its own event (the outbox's key is the intent, type and
+# destination), for an ordered destination (`ordered`).
 MESSAGE = """insert into outbox (destination, message_id, message_type, intent_id, source,
     event_id, event_status, account_id, currency, amount_minor, balance_after_minor,
     account_seq, object_id, occurred_at, posted_at, operator_applied, state, attempts,
-    next_attempt_ms, created_at)
-values ('d', ?, 'ledger.posted', 1, 'b', ?, 'applied', ?, 'USD', 1, 1, ?, null, '2026',
-    '2026', 0, ?, 0, 0, '2026')"""
+    next_attempt_ms, created_at, ordered)
+values ('d', ?, 'ledger.posted', (select coalesce(max(intent_id), 0) + 1 from outbox), 'b', ?,
+    'applied', ?, 'USD', 1, 1, ?, null, '2026', '2026', 0, ?, 0, 0, '2026', 1)"""
 
 
 def claim_sql():

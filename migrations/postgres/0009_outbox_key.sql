@@ -15,5 +15,18 @@
 -- blocking: `create unique index concurrently if not exists outbox_key on
 -- outbox (intent_id, message_type, destination)`; this file then finds it.
 -- (Not concurrently here: see 0008_outbox_behind.sql.)
+-- A concurrent build that failed leaves an invalid index of that name,
+-- which `if not exists` would keep and no `on conflict` can use: dropped
+-- and built again here.
+do $$
+begin
+    if exists (select 1 from pg_index i join pg_class c on c.oid = i.indexrelid
+               join pg_namespace n on n.oid = c.relnamespace
+               where c.relname = 'outbox_key' and n.nspname = current_schema()
+                   and not i.indisvalid) then
+        drop index outbox_key;
+    end if;
+end
+$$;
 create unique index if not exists outbox_key on outbox (intent_id, message_type, destination);
 alter table outbox drop constraint if exists outbox_destination_message_id_key;

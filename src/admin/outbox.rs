@@ -141,6 +141,8 @@ pub async fn event_messages(
 pub struct ReplayForm {
     #[serde(default)]
     csrf: String,
+    /// A page from before the row was named (none): no row, refused.
+    #[serde(default)]
     outbox_id: i64,
     destination: String,
     message_id: String,

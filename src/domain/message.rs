@@ -117,6 +117,14 @@ impl Routes {
             .map(|route| route.destination.as_str())
     }
 
+    /// Whether the destination `name` is configured here and ordered (its
+    /// postings take part in their account's order).
+    pub fn is_ordered(&self, name: &str) -> bool {
+        self.0
+            .iter()
+            .any(|route| route.ordered && route.destination == name)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -58,10 +58,22 @@ impl Relay {
         let lease = self.destination.timeout + LEASE_MARGIN;
         // At once, then every `tidy`.
         let mut tidied: Option<std::time::Instant> = None;
+        // No claim before the rows' `ordered` flags match this config once
+        // (an ordered claim reads the flags: `Store::sync_ordered`).
+        let mut synced = false;
         while !*stop.borrow() {
             if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
+                synced |= self.sync_ordered().await;
                 self.tidy().await;
                 tidied = Some(std::time::Instant::now());
+            }
+            if !synced {
+                tidied = None;
+                tokio::select! {
+                    _ = tokio::time::sleep(self.poll) => {}
+                    changed = stop.changed() => if changed.is_err() { break },
+                }
+                continue;
             }
             wake.borrow_and_update();
             let now_ms = Utc::now().timestamp_millis();
@@ -124,6 +136,31 @@ impl Relay {
                 tokio::time::sleep(self.poll).await;
             } else if !full {
                 tokio::time::sleep(LINGER).await;
+            }
+        }
+    }
+
+    /// Makes the destination's undelivered rows' `ordered` flags match its
+    /// config; whether that succeeded.
+    async fn sync_ordered(&self) -> bool {
+        let name = &self.destination.name;
+        let ordered = self.destination.ordered_by_account;
+        match self.store.sync_ordered(name, ordered).await {
+            Ok(0) => true,
+            Ok(changed) => {
+                let now = ["no longer", "now"][usize::from(ordered)];
+                tracing::info!(
+                    destination = %name,
+                    "outbox: {changed} message(s) {now} kept in their account's order"
+                );
+                true
+            }
+            Err(error) => {
+                tracing::warn!(
+                    destination = %name,
+                    "outbox: could not match the messages' order to the config, claiming nothing until it can: {error}"
+                );
+                false
             }
         }
     }

@@ -73,6 +73,7 @@ mod outbox_chaos;
 mod outbox_faults;
 mod outbox_key;
 mod outbox_nats;
+mod outbox_ordered;
 mod outbox_postgres;
 mod protocol;
 mod redelivery_batch;

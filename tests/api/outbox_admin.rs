@@ -82,15 +82,16 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     assert_eq!(accepted.len(), 1);
     assert_eq!(accepted[0].id, message_id, "the same id");
     // Audited on the event. The message is delivered now, which a replay
-    // takes, but only with its row and its id both: a form naming another
-    // id, or another row, is refused and re-queues nothing.
+    // takes, but only with its row, destination and id all matching: a
+    // form naming another of them is refused and re-queues nothing.
     let event = page(&app, "/admin/event?source=demo&id=evt_1", &cookie).await;
     assert!(event.contains("outbox_replay"), "{event}");
     assert!(event.contains("delivered"), "{event}");
     let other_row = (outbox_id.parse::<i64>().unwrap() + 1).to_string();
-    for (row, id) in [
-        (outbox_id.as_str(), "msg_unknown"),
-        (other_row.as_str(), message_id.as_str()),
+    for (row, destination, id) in [
+        (outbox_id.as_str(), "billing", "msg_unknown"),
+        (other_row.as_str(), "billing", message_id.as_str()),
+        (outbox_id.as_str(), "crm", message_id.as_str()),
     ] {
         let again = post_form(
             &app,
@@ -100,12 +101,16 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
             &[
                 ("csrf", csrf.as_str()),
                 ("outbox_id", row),
-                ("destination", "billing"),
+                ("destination", destination),
                 ("message_id", id),
             ],
         )
         .await;
-        assert_eq!(again.status(), StatusCode::CONFLICT, "{row} {id}");
+        assert_eq!(
+            again.status(),
+            StatusCode::CONFLICT,
+            "{row} {destination} {id}"
+        );
     }
     let rows = app.store().outbox_messages("billing", 0, 10).await.unwrap();
     assert_eq!(

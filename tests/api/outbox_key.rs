@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hookledger::domain::MessageType;
+use hookledger::store::{IntentUpsert, NewLedgerEntry};
 
 use crate::helpers::*;
 use crate::outbox::{drained, http_destination};
@@ -49,33 +50,44 @@ async fn prepare_before_the_key(url: String) {
             .execute(&pool)
             .await
             .unwrap();
-            for (destination, state, error, delivered) in [
-                ("billing", "dead", Some("answered HTTP 500"), None),
+            // Ids with a gap, as after a purge (the SQLite rebuild must keep
+            // them), and one row flagged behind.
+            let overriding = ["overriding system value", ""][usize::from(folder == "sqlite")];
+            let insert = format!(
+                "insert into outbox (outbox_id, destination, message_id, message_type,
+                    intent_id, source, event_id, event_status, account_id, currency,
+                    amount_minor, balance_after_minor, account_seq, posted_at,
+                    operator_applied, state, attempts, next_attempt_ms, last_error,
+                    created_at, delivered_ms, behind)
+                 {overriding}
+                 select $7, $1, $2, 'ledger.posted', intent_id, 'demo', 'evt_old', 'applied',
+                    'cus_1', 'USD', 700, 700, 1, $3, false, $4, 1, 0, $5, $3, $6, $8
+                 from intents where event_id = 'evt_old'"
+            );
+            let delivered_at = Some(Utc::now().timestamp_millis());
+            for (id, destination, state, error, delivered, behind) in [
                 (
-                    "archive",
-                    "delivered",
+                    7_i64,
+                    "billing",
+                    "dead",
+                    Some("answered HTTP 500"),
                     None,
-                    Some(Utc::now().timestamp_millis()),
+                    false,
                 ),
+                (42, "archive", "delivered", None, delivered_at, true),
             ] {
-                sqlx::query(
-                    "insert into outbox (destination, message_id, message_type, intent_id,
-                        source, event_id, event_status, account_id, currency, amount_minor,
-                        balance_after_minor, account_seq, posted_at, operator_applied, state,
-                        attempts, next_attempt_ms, last_error, created_at, delivered_ms)
-                     select $1, $2, 'ledger.posted', intent_id, 'demo', 'evt_old', 'applied',
-                        'cus_1', 'USD', 700, 700, 1, $3, false, $4, 1, 0, $5, $3, $6
-                     from intents where event_id = 'evt_old'",
-                )
-                .bind(destination)
-                .bind(&message_id)
-                .bind(at)
-                .bind(state)
-                .bind(error)
-                .bind(delivered)
-                .execute(&pool)
-                .await
-                .unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(insert.clone()))
+                    .bind(destination)
+                    .bind(&message_id)
+                    .bind(at)
+                    .bind(state)
+                    .bind(error)
+                    .bind(delivered)
+                    .bind(id)
+                    .bind(behind)
+                    .execute(&pool)
+                    .await
+                    .unwrap();
             }
             pool.close().await;
         }};
@@ -88,6 +100,16 @@ async fn prepare_before_the_key(url: String) {
     } else {
         fill!(sqlx::PgPool::connect(&url).await.unwrap());
     }
+}
+
+/// (outbox_id, behind) of every row.
+async fn behind_flags(app: &TestApp) -> Vec<(i64, bool)> {
+    const SQL: &str = "select outbox_id, behind from outbox order by outbox_id";
+    match app.store() {
+        hookledger::store::Store::Sqlite(pool, ..) => sqlx::query_as(SQL).fetch_all(pool).await,
+        hookledger::store::Store::Postgres(pool, _) => sqlx::query_as(SQL).fetch_all(pool).await,
+    }
+    .unwrap()
 }
 
 /// The outbox's unique indexes, by name.
@@ -138,20 +160,24 @@ async fn a_database_from_before_the_key_keeps_its_messages(backend: Backend) {
     let kept: Vec<_> = before
         .iter()
         .map(|m| {
-            (
-                m.destination.as_str(),
-                m.message_id.as_str(),
-                m.state.as_str(),
-            )
+            let error = m.last_error.as_deref();
+            let name = (m.destination.as_str(), m.message_id.as_str());
+            (m.outbox_id, name, m.state.as_str(), error)
         })
         .collect();
     assert_eq!(
         kept,
         [
-            ("billing", message_id.as_str(), "dead"),
-            ("archive", message_id.as_str(), "delivered"),
+            (
+                7,
+                ("billing", message_id.as_str()),
+                "dead",
+                Some("answered HTTP 500")
+            ),
+            (42, ("archive", message_id.as_str()), "delivered", None),
         ]
     );
+    assert_eq!(behind_flags(&app).await, [(7, false), (42, true)]);
 
     // The dead one, sent again by its row: the same id reaches billing.
     let replayed = app
@@ -177,6 +203,16 @@ async fn a_database_from_before_the_key_keeps_its_messages(backend: Backend) {
         [("evt_old", "delivered"), ("evt_new", "delivered")]
     );
     assert!(messages[1].outbox_id > before[1].outbox_id);
+    // Each event's own messages, found by its intent.
+    let new = app.store().event_messages("demo", "evt_new").await.unwrap();
+    assert_eq!(
+        new.iter()
+            .map(|m| (m.destination.as_str(), m.event_id.as_str()))
+            .collect::<Vec<_>>(),
+        [("billing", "evt_new")]
+    );
+    let old = app.store().event_messages("demo", "evt_old").await.unwrap();
+    assert_eq!(old.len(), 2, "{old:?}");
     let mut ids: Vec<_> = receiver.accepted().into_iter().map(|m| m.id).collect();
     ids.sort();
     let mut expected = vec![
@@ -187,4 +223,61 @@ async fn a_database_from_before_the_key_keeps_its_messages(backend: Backend) {
     assert_eq!(ids, expected);
 }
 
-both_backends!(a_database_from_before_the_key_keeps_its_messages);
+both_backends!(
+    a_database_from_before_the_key_keeps_its_messages,
+    a_message_written_twice_is_one_row_per_destination
+);
+
+/// The same message written twice (a second write of the event's message,
+/// as when an event is held as `waiting` and then as `stale`) is one row per
+/// destination: the key is the conflict.
+async fn a_message_written_twice_is_one_row_per_destination(backend: Backend) {
+    let destinations = format!(
+        "{}{}",
+        http_destination("billing", "http://127.0.0.1:9/", ""),
+        http_destination("crm", "http://127.0.0.1:9/", "")
+    );
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &destinations,
+            no_relay: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let mut tx = app.store().begin().await.unwrap();
+    let intent = crate::posting_statement::applied_intent("evt_twice", "cus_1", 100, 1);
+    let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
+        panic!("a new event");
+    };
+    let entry = NewLedgerEntry {
+        intent_id,
+        credits_payment: None,
+        source: "demo",
+        event_id: "evt_twice",
+        account_id: "cus_1",
+        currency: "USD",
+        amount_minor: 100,
+        balance_after_minor: 100,
+        account_seq: 1,
+        object_id: None,
+        operator_applied: false,
+        created_at: Utc::now(),
+    };
+    tx.enqueue_posting(&entry).await.unwrap();
+    tx.enqueue_posting(&entry).await.unwrap();
+    tx.commit().await.unwrap();
+    let rows = app
+        .store()
+        .event_messages("demo", "evt_twice")
+        .await
+        .unwrap();
+    let id = MessageType::LedgerPosted.message_id("demo", "evt_twice");
+    assert_eq!(
+        rows.iter()
+            .map(|m| (m.destination.as_str(), m.message_id.as_str()))
+            .collect::<Vec<_>>(),
+        [("billing", id.as_str()), ("crm", id.as_str())]
+    );
+}

@@ -91,6 +91,7 @@ async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
                 "leased_by",
                 "last_error",
                 "delivered_ms",
+                "behind",
             ] {
                 object.remove(volatile);
             }
@@ -146,10 +147,11 @@ async fn sqlite_rows(app: &TestApp, table: &'static str, account: &str) -> Vec<(
 crate::both_backends!(both_ways_write_the_same_rows);
 
 async fn both_ways_write_the_same_rows(backend: Backend) {
-    // Two destinations (one that takes only held events writes nothing).
+    // Two destinations, one ordered (a destination that takes only held
+    // events writes nothing).
     let destinations = format!(
         "{}{}{}",
-        http_destination("billing", "http://127.0.0.1:9", ""),
+        http_destination("billing", "http://127.0.0.1:9", "ordered_by_account = true"),
         http_destination("crm", "http://127.0.0.1:9", ""),
         http_destination(
             "held-only",

@@ -18,11 +18,17 @@ order by outbox_id desc limit $2";
 /// Accounts (and currencies) an ordered destination cannot send on: a
 /// posting that is dead, or pending after a failed attempt, holds the ones
 /// behind it.
-const BLOCKED: &str = "
+/// Pending and dead rows apart, each through its own index
+/// (`outbox_pending`, `outbox_dead`), not every row of the destination.
+pub(super) const BLOCKED: &str = "
 select count(*) from (
-    select distinct account_id, currency from outbox
-    where destination = $1 and account_seq is not null and last_error is not null
-        and state in ('pending', 'dead')) blocked";
+    select account_id, currency from outbox
+    where destination = $1 and state = 'pending' and account_seq is not null
+        and last_error is not null
+    union
+    select account_id, currency from outbox
+    where destination = $1 and state = 'dead' and account_seq is not null
+        and last_error is not null) blocked";
 
 /// Found by the intent, through the outbox's unique key (`outbox_key`).
 const MESSAGES_OF_EVENT: &str = "
@@ -35,10 +41,11 @@ order by o.outbox_id";
 
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 /// Found by its row; its destination and id must match too, so a form
-/// from before a purge never re-queues another message.
+/// from before a purge never re-queues another message. `$5`: as in the
+/// replay of many (`REPLAY`).
 const REPLAY_ONE: &str = "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = $4, leased_by = null,
-    delivered_ms = null, behind = false
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $5)
 where outbox_id = $1 and destination = $2 and message_id = $3
     and state in ('dead', 'delivered')
 returning source, event_id";
@@ -94,6 +101,7 @@ impl Store {
             .bind(destination)
             .bind(message_id)
             .bind(now.timestamp_millis())
+            .bind(self.outbox().routes().is_ordered(destination))
             .fetch_optional(conn)
             .await)?;
         let Some((source, event_id)) = row else {

@@ -32,7 +32,7 @@ use super::super::write::on_tx;
 use super::super::{Store, StoreError};
 
 /// For each delivered posting (`$1`), clears the flag of its account's
-/// first undelivered posting, if that one waits (the `outbox_open_by_account`
+/// first undelivered posting, if that one waits (the `outbox_ordered_open`
 /// index finds it in one step). Only postings: the account's `event.*`
 /// messages have no number (SQLite would sort them first).
 macro_rules! next_of {
@@ -44,7 +44,7 @@ where behind and outbox_id in (
     select (select q.outbox_id from outbox q
             where q.destination = d.destination and q.account_id = d.account_id
                 and q.currency = d.currency and q.account_seq is not null
-                and q.state <> 'delivered'
+                and q.state <> 'delivered' and q.ordered
             order by q.account_seq limit 1)
     from outbox d
     where d.outbox_id in (",
@@ -63,13 +63,13 @@ macro_rules! ahead {
         "exists (select 1 from outbox p
         where p.destination = outbox.destination and p.account_id = outbox.account_id
             and p.currency = outbox.currency and p.account_seq < outbox.account_seq
-            and p.state <> 'delivered')"
+            and p.state <> 'delivered' and p.ordered)"
     };
 }
 
 /// Rows flagged with nothing ahead any more (a missed clear, a flag that
 /// raced with a delivery: see above).
-const UNFLAG: &str = concat!(
+pub(super) const UNFLAG: &str = concat!(
     "
 update outbox set behind = false
 where destination = $1 and state = 'pending' and behind and not ",
@@ -81,15 +81,15 @@ where destination = $1 and state = 'pending' and behind and not ",
 /// (`$2`: the next tidy's time). Rows behind a message that is moving are
 /// left alone: its delivery clears the next one anyway, and flagging them
 /// could race with that delivery on PostgreSQL (above). The first posting
-/// is found in one step of `outbox_open_by_account`, as in `next_of!`.
-const FLAG: &str = "
+/// is found in one step of `outbox_ordered_open`, as in `next_of!`.
+pub(super) const FLAG: &str = "
 update outbox set behind = true
 where destination = $1 and state = 'pending' and not behind and account_seq is not null
     and leased_by is null and exists (select 1 from outbox h
         where h.outbox_id = (select q.outbox_id from outbox q
                 where q.destination = outbox.destination and q.account_id = outbox.account_id
                     and q.currency = outbox.currency and q.account_seq is not null
-                    and q.state <> 'delivered'
+                    and q.state <> 'delivered' and q.ordered
                 order by q.account_seq limit 1)
             and h.account_seq < outbox.account_seq
             and (h.state = 'dead' or (h.leased_by is null and h.next_attempt_ms > $2)))";

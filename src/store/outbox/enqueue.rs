@@ -9,7 +9,9 @@
 //! time, so new rows go to the key's end) and does nothing on a conflict, so the same
 //! message written twice (an event held as `waiting`, then as `stale`) is
 //! one row; the intent row it reads is locked by this transaction's own
-//! write to it. A new row is due at once (`next_attempt_ms` 0).
+//! write to it. A new row is due at once (`next_attempt_ms` 0). A posting
+//! for an ordered destination is written `ordered` (migration 0010); a
+//! status message never takes part in an account's order.
 
 use chrono::{DateTime, Utc};
 
@@ -23,9 +25,9 @@ macro_rules! enqueue_posting {
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
     object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
-    created_at)
+    created_at, ordered)
 select $1, $2, 'ledger.posted', intent_id, source, event_id, 'applied', $3, $4, $5, $6, $7,
-    $8, occurred_at, $9, $10, 'pending', 0, 0, $9
+    $8, occurred_at, $9, $10, 'pending', 0, 0, $9, $12
 from intents where intent_id = $11
 on conflict (intent_id, message_type, destination) do nothing"
     };
@@ -68,6 +70,7 @@ impl WriteTx {
                 .bind(posted.created_at)
                 .bind(posted.operator_applied)
                 .bind(posted.intent_id)
+                .bind(routes.is_ordered(destination))
                 .execute(conn)
                 .await
                 .map(drop))?;

@@ -9,6 +9,9 @@ mod admin;
 mod behind;
 mod enqueue;
 mod listen;
+mod ordered;
+#[cfg(test)]
+mod plans;
 mod relay;
 mod stats;
 

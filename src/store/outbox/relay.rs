@@ -26,7 +26,10 @@ use super::OutboxRow;
 /// per account and currency, in `account_seq` order, and a dead letter
 /// blocks its account until it is replayed. Postings of one account and
 /// currency are numbered under their balance row's lock, so an earlier one
-/// has always committed before a later one exists.
+/// has always committed before a later one exists. Earlier postings are
+/// the `ordered` ones (in `outbox_ordered_open`), which the relay's tidy
+/// makes every undelivered posting of its ordered destination before its
+/// first claim ([`Store::sync_ordered`]).
 macro_rules! due_rows {
     ($lock:literal) => {
         concat!(
@@ -40,7 +43,7 @@ where outbox_id in (
             select 1 from outbox p
             where p.destination = o.destination and p.account_id = o.account_id
                 and p.currency = o.currency and p.account_seq < o.account_seq
-                and p.state <> 'delivered'))
+                and p.state <> 'delivered' and p.ordered))
     order by o.outbox_id
     limit $6",
             $lock,
@@ -59,7 +62,7 @@ returning outbox_id, destination, message_id, message_type, source, event_id, ev
 /// first is not taken twice.
 const CLAIM_POSTGRES: &str = due_rows!("\n    for update skip locked");
 /// SQLite: one writer at a time (the claim runs in a write transaction).
-const CLAIM_SQLITE: &str = due_rows!("");
+pub(super) const CLAIM_SQLITE: &str = due_rows!("");
 
 /// Acknowledged by the destination, a whole batch in one statement (the
 /// ids as an array on PostgreSQL, as a JSON array on SQLite). Whoever
@@ -84,11 +87,26 @@ const RELEASE: &str = "
 update outbox set leased_by = null, next_attempt_ms = $4, attempts = attempts - 1
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
 
-const REPLAY: &str = "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = $3, leased_by = null,
-    delivered_ms = null, behind = false
-where destination = $1 and state = $2
-    and ($4 is null or created_at >= $4) and ($5 is null or account_id = $5)";
+/// Re-queues a destination's dead or delivered rows. The state is written
+/// out so that each walks its own index (`outbox_dead`,
+/// `outbox_delivered`), not the whole table. `$5`: the destination is
+/// ordered here (a delivered posting's flag may predate a change of its
+/// config).
+macro_rules! replay {
+    ($state:literal) => {
+        concat!(
+            "
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = $2, leased_by = null,
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $5)
+where destination = $1 and state = '",
+            $state,
+            "'
+    and ($3 is null or created_at >= $3) and ($4 is null or account_id = $4)"
+        )
+    };
+}
+pub(super) const REPLAY_DEAD: &str = replay!("dead");
+const REPLAY_DELIVERED: &str = replay!("delivered");
 
 const PURGE_DELIVERED: &str = "
 delete from outbox where outbox_id in (
@@ -254,13 +272,19 @@ impl Store {
         replay: &Replay,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
+        let sql = match replay.state.as_str() {
+            "dead" => REPLAY_DEAD,
+            "delivered" => REPLAY_DELIVERED,
+            // Nothing else is re-queued (a pending row is due already).
+            _ => return Ok(0),
+        };
         let mut tx = self.begin().await?;
-        let done = on_tx!(&mut tx, conn => sqlx::query(REPLAY)
+        let done = on_tx!(&mut tx, conn => sqlx::query(sql)
             .bind(&replay.destination)
-            .bind(&replay.state)
             .bind(now.timestamp_millis())
             .bind(replay.since)
             .bind(replay.account_id.as_deref())
+            .bind(self.outbox().routes().is_ordered(&replay.destination))
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;

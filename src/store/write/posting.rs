@@ -26,9 +26,9 @@ use crate::domain::MessageType;
 /// event, as after the three statements); the unique keys of the ledger
 /// fail the whole statement as they failed the insert; the messages join
 /// the entry's returned row to the intent this transaction wrote, one per
-/// destination in `$12` (none for an empty list), doing nothing on a
-/// conflict. PostgreSQL runs every data-modifying CTE to completion whether
-/// or not the outer query reads it.
+/// destination in `$12` (none for an empty list), `ordered` for those in
+/// `$13`, doing nothing on a conflict. PostgreSQL runs every data-modifying
+/// CTE to completion whether or not the outer query reads it.
 pub(in crate::store) const POST_PG: &str = concat!(
     "with balance as (",
     upsert_balance!(),
@@ -43,10 +43,10 @@ pub(in crate::store) const POST_PG: &str = concat!(
     insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
         event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
         object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
-        created_at)
+        created_at, ordered)
     select d.destination, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applied',
         $1, $2, $3, e.balance_after_minor, e.account_seq, $8, i.occurred_at, $4, $9,
-        'pending', 0, 0, $4
+        'pending', 0, 0, $4, d.destination = any($13::text[])
     from entry e
     join intents i on i.intent_id = e.intent_id
     cross join unnest($12::text[]) as d(destination)
@@ -63,9 +63,10 @@ select balance_minor from balance"
 /// statement changed a row (`changes()`: out of range, it changes none and
 /// returns none, and then nothing at all is written). The messages read
 /// the entry and the intent this transaction wrote and take one row per
-/// destination in `$12` (a JSON array; none for `[]`), as `ENQUEUE_POSTING`
-/// does one at a time. Both the balance and the entry return (balance
-/// after, number): two equal rows when posted, none when out of range.
+/// destination in `$12` (a JSON array; none for `[]`), `ordered` for those
+/// in `$13`, as `ENQUEUE_POSTING` does one at a time. Both the balance and
+/// the entry return (balance after, number): two equal rows when posted,
+/// none when out of range.
 /// As safe as separate statements: each is the same write, the unique keys
 /// fail it the same way, and the writer holds SQLite's one write lock, so
 /// nothing else moves the balance row between the first two. As with
@@ -87,10 +88,10 @@ returning balance_after_minor, account_seq;
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
     object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
-    created_at)
+    created_at, ordered)
 select d.value, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applied',
     $1, $2, $3, e.balance_after_minor, e.account_seq, $8, i.occurred_at, $4, $9, 'pending',
-    0, 0, $4
+    0, 0, $4, d.value in (select value from json_each($13))
 from ledger_entries e, intents i, json_each($12) d
 where e.intent_id = $5 and i.intent_id = $5
 on conflict (intent_id, message_type, destination) do nothing"
@@ -137,12 +138,20 @@ impl WriteTx {
         // The routes are shared (an Arc): no copy of the names.
         let routes = self.outbox().routes().clone();
         let destinations: Vec<&str> = routes.taking(MessageType::LedgerPosted).collect();
+        // The destinations whose messages take part in their account's
+        // order (the `ordered` column).
+        let ordered: Vec<&str> = destinations
+            .iter()
+            .copied()
+            .filter(|name| routes.is_ordered(name))
+            .collect();
         let TxConn::Postgres(tx) = &mut self.conn else {
-            return self.post_sqlite(posting, &destinations).await;
+            return self.post_sqlite(posting, &destinations, &ordered).await;
         };
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
         let row: Option<(i64,)> = bind_posting!(sqlx::query_as(POST_PG), posting, &message_id)
             .bind(&destinations)
+            .bind(&ordered)
             .fetch_optional(&mut **tx)
             .await?;
         let (balance_after,) = row.ok_or_else(|| balance_limit(posting))?;
@@ -155,12 +164,15 @@ impl WriteTx {
         &mut self,
         posting: &NewPosting<'_>,
         destinations: &[&str],
+        ordered: &[&str],
     ) -> Result<i64, StoreError> {
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
         let names = serde_json::to_string(destinations).expect("strings serialise");
+        let ordered = serde_json::to_string(ordered).expect("strings serialise");
         // Every row: fetching only the first would leave the rest unrun.
         let rows: Vec<(i64, i64)> = on_tx!(self, conn => bind_posting!(sqlx::query_as(POST_SQLITE), posting, &message_id)
             .bind(names)
+            .bind(ordered)
             .fetch_all(conn)
             .await)?;
         match rows[..] {

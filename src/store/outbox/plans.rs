@@ -1,0 +1,119 @@
+//! SQLite's query plans for the outbox's statements that must not walk the
+//! whole table (it keeps delivered rows for `retention.outbox_days`): each
+//! names the index it is written for. A partial index is used only when the
+//! statement's own conditions imply the index's, so a condition dropped from
+//! a statement (the `ordered` of the order checks, a state written as a
+//! parameter) turns its search into a scan without changing its result.
+
+use sqlx::sqlite::SqlitePoolOptions;
+
+use super::admin::BLOCKED;
+use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
+use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
+use super::relay::{CLAIM_SQLITE, REPLAY_DEAD};
+
+/// The plan's lines, one string.
+async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
+    let explain = sqlx::AssertSqlSafe(format!("explain query plan {sql}"));
+    let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(explain).fetch_all(pool).await.unwrap();
+    rows.into_iter()
+        .map(|(.., detail)| detail)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A line `SCAN <table>` with nothing after: every row of the table, in
+/// no index (`SCAN o USING INDEX ...` walks a partial index only; a
+/// subquery's own rows, `CO-ROUTINE x` then `SCAN x`, are no table).
+fn scans_a_table(plan: &str) -> bool {
+    let subqueries: Vec<&str> = plan
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            line.strip_prefix("CO-ROUTINE ")
+                .or_else(|| line.strip_prefix("MATERIALIZE "))
+        })
+        .collect();
+    plan.lines().any(|line| {
+        line.trim()
+            .strip_prefix("SCAN ")
+            .is_some_and(|rest| !rest.contains(' ') && !subqueries.contains(&rest))
+    })
+}
+
+#[test]
+fn a_table_scan_is_told_from_an_index_walk() {
+    assert!(scans_a_table(
+        "SEARCH d USING INTEGER PRIMARY KEY\nSCAN outbox"
+    ));
+    assert!(!scans_a_table(
+        "SCAN o USING INDEX outbox_due\nSCAN json_each VIRTUAL TABLE INDEX 1:"
+    ));
+    assert!(!scans_a_table(
+        "CO-ROUTINE blocked\nSEARCH outbox USING INDEX outbox_dead (destination=?)\nSCAN blocked"
+    ));
+    assert!(scans_a_table(
+        "CO-ROUTINE blocked\nSCAN outbox\nSCAN blocked"
+    ));
+}
+
+#[tokio::test]
+async fn each_statement_searches_the_index_it_is_written_for() {
+    // One connection: an in-memory database lives as long as it does.
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect("sqlite::memory:")
+        .await
+        .unwrap();
+    sqlx::migrate!("migrations/sqlite")
+        .run(&pool)
+        .await
+        .unwrap();
+    let cases: [(&str, &str, &[&str]); 8] = [
+        (
+            "the ordered claim",
+            CLAIM_SQLITE,
+            &["outbox_due", "outbox_ordered_open"],
+        ),
+        (
+            "the clear after a delivery",
+            NEXT_SQLITE,
+            &["outbox_ordered_open"],
+        ),
+        (
+            "the tidy's flag",
+            FLAG,
+            &["outbox_due", "outbox_ordered_open"],
+        ),
+        (
+            "the tidy's clear",
+            UNFLAG,
+            &["outbox_pending", "outbox_ordered_open"],
+        ),
+        (
+            "the sync of pending rows",
+            SYNC_ORDERED[0],
+            &["outbox_pending"],
+        ),
+        ("the sync of dead rows", SYNC_ORDERED[1], &["outbox_dead"]),
+        (
+            "the sync to unordered",
+            SYNC_UNORDERED,
+            &["outbox_ordered_open"],
+        ),
+        (
+            "the blocked accounts",
+            BLOCKED,
+            &["outbox_pending", "outbox_dead"],
+        ),
+    ];
+    for (name, sql, indexes) in cases {
+        let plan = plan(&pool, sql).await;
+        for index in indexes {
+            assert!(plan.contains(index), "{name} does not use {index}:\n{plan}");
+        }
+        assert!(!scans_a_table(&plan), "{name} walks a whole table:\n{plan}");
+    }
+    let replay = plan(&pool, REPLAY_DEAD).await;
+    assert!(replay.contains("outbox_dead"), "{replay}");
+}

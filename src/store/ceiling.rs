@@ -97,6 +97,8 @@ pub fn pgbench_new_credit(credit: &PgbenchCredit<'_>) -> String {
         ("null".to_owned(), "bigint"),
         (format!("'msg_' || md5({event})"), "text"),
         (format!("array[{}]", destinations.join(", ")), "text[]"),
+        // None of them ordered (as the benchmark's sink).
+        ("'{}'".to_owned(), "text[]"),
     ];
     let floor = format!("({SEQUENCE_FLOOR})");
     [

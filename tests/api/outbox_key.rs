@@ -89,6 +89,13 @@ async fn prepare_before_the_key(url: String) {
                     .await
                     .unwrap();
             }
+            if folder == "postgres" {
+                // As if the ids had come from the identity, as they do.
+                sqlx::query("select setval(pg_get_serial_sequence('outbox', 'outbox_id'), 42)")
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
             pool.close().await;
         }};
     }

@@ -13,8 +13,13 @@
 -- only ordered destinations read it (BENCHMARKS.md, "2026-11-27 (second
 -- session)"). Rows from before this file are not in it until the first
 -- tidy of their ordered destination's relay, which runs before its first
--- claim. As in 0008: the index is built in this transaction (small: no row
--- has the flag yet), and `if not exists` finds one built beforehand.
+-- claim. Here the old index is dropped (which locks outbox, reads too,
+-- until this transaction commits) and the new one built (a scan of the
+-- table, though no row has the flag yet). Where that table is large, run
+-- beforehand, in this order: the alter as below, `create index
+-- concurrently if not exists outbox_ordered_open ...` with the same
+-- columns and predicate, `drop index concurrently if exists
+-- outbox_open_by_account`; this file then finds all three done.
 alter table outbox add column if not exists ordered boolean not null default false;
 drop index if exists outbox_open_by_account;
 create index if not exists outbox_ordered_open

@@ -63,7 +63,7 @@ impl Relay {
         let mut synced = false;
         while !*stop.borrow() {
             if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
-                synced |= self.sync_ordered().await;
+                synced |= self.sync_ordered(synced).await;
                 self.tidy().await;
                 tidied = Some(std::time::Instant::now());
             }
@@ -141,8 +141,9 @@ impl Relay {
     }
 
     /// Makes the destination's undelivered rows' `ordered` flags match its
-    /// config; whether that succeeded.
-    async fn sync_ordered(&self) -> bool {
+    /// config; whether that succeeded. `synced`: it did once before, and
+    /// the relay claims meanwhile.
+    async fn sync_ordered(&self, synced: bool) -> bool {
         let name = &self.destination.name;
         let ordered = self.destination.ordered_by_account;
         match self.store.sync_ordered(name, ordered).await {
@@ -156,9 +157,13 @@ impl Relay {
                 true
             }
             Err(error) => {
+                let meanwhile = match synced {
+                    true => "tried again at the next tidy",
+                    false => "claiming nothing until it can",
+                };
                 tracing::warn!(
                     destination = %name,
-                    "outbox: could not match the messages' order to the config, claiming nothing until it can: {error}"
+                    "outbox: could not match the messages' order to the config, {meanwhile}: {error}"
                 );
                 false
             }

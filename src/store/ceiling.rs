@@ -29,6 +29,8 @@ pub struct PgbenchCredit<'a> {
     pub signed_at: Option<i64>,
     /// Destinations of `ledger.posted` messages (none: no outbox rows).
     pub destinations: &'a [&'a str],
+    /// Those of them that are ordered (their rows' `ordered` flag).
+    pub ordered: &'a [&'a str],
     pub now: DateTime<Utc>,
 }
 
@@ -84,6 +86,7 @@ pub fn pgbench_new_credit(credit: &PgbenchCredit<'_>) -> String {
         ]
     };
     let destinations: Vec<String> = credit.destinations.iter().map(|d| text(d)).collect();
+    let ordered: Vec<String> = credit.ordered.iter().map(|d| text(d)).collect();
     let posting = [
         (account.clone(), "text"),
         (text(credit.currency), "text"),
@@ -97,8 +100,7 @@ pub fn pgbench_new_credit(credit: &PgbenchCredit<'_>) -> String {
         ("null".to_owned(), "bigint"),
         (format!("'msg_' || md5({event})"), "text"),
         (format!("array[{}]", destinations.join(", ")), "text[]"),
-        // None of them ordered (as the benchmark's sink).
-        ("'{}'".to_owned(), "text[]"),
+        (format!("array[{}]::text[]", ordered.join(", ")), "text[]"),
     ];
     let floor = format!("({SEQUENCE_FLOOR})");
     [
@@ -170,6 +172,7 @@ mod tests {
             signature_headers: Some(r#"{"webhook-id":"m:1"}"#),
             signed_at: Some(1),
             destinations: &["sink:1"],
+            ordered: &[],
             now: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
         });
         let variables: Vec<&str> = script

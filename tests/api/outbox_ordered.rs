@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use chrono::Utc;
 use hookledger::domain::MessageType;
 
 use crate::helpers::*;
@@ -113,7 +114,46 @@ async fn a_destination_made_ordered_sends_earlier_messages_in_order(backend: Bac
     );
 }
 
+/// A dead letter written while the destination was not ordered blocks its
+/// account once it is (the sync flags dead rows too), and frees it again
+/// when the destination is no longer ordered.
+async fn a_dead_letter_from_before_blocks_its_account_once_ordered(backend: Backend) {
+    let unordered = http_destination("billing", "http://127.0.0.1:9/", "");
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &unordered,
+            no_relay: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    app.send_ok(&credit("evt_1", "cus_1", 100)).await;
+    app.send_ok(&credit("evt_2", "cus_1", 200)).await;
+    app.execute_sql(
+        "update outbox set state = 'dead', attempts = 25, last_error = 'answered HTTP 500' \
+         where event_id = 'evt_1'",
+    )
+    .await
+    .unwrap();
+    let store = app.store();
+    let claim = |ordered: bool| async move {
+        let now = Utc::now().timestamp_millis();
+        let rows = store
+            .claim_outbox("billing", ordered, "relay", now, now + 60_000, 64)
+            .await
+            .unwrap();
+        rows.into_iter().map(|row| row.event_id).collect::<Vec<_>>()
+    };
+    assert_eq!(store.sync_ordered("billing", true).await.unwrap(), 2);
+    assert_eq!(claim(true).await, Vec::<String>::new(), "evt_2 waits");
+    assert_eq!(store.sync_ordered("billing", true).await.unwrap(), 0);
+    assert_eq!(store.sync_ordered("billing", false).await.unwrap(), 2);
+    assert_eq!(claim(false).await, ["evt_2"]);
+}
+
 both_backends!(
     only_an_ordered_destinations_postings_take_part_in_the_order,
-    a_destination_made_ordered_sends_earlier_messages_in_order
+    a_destination_made_ordered_sends_earlier_messages_in_order,
+    a_dead_letter_from_before_blocks_its_account_once_ordered
 );

@@ -243,6 +243,12 @@ async fn bench(
                 .iter()
                 .map(|d| d.name.as_str())
                 .collect();
+            let ordered: Vec<&str> = config
+                .destinations
+                .iter()
+                .filter(|d| d.ordered_by_account)
+                .map(|d| d.name.as_str())
+                .collect();
             let run = pgbench::Run {
                 database_url: &config.database_url,
                 folder: config_path.parent().ok_or("the config has a folder")?,
@@ -251,6 +257,7 @@ async fn bench(
                 accounts: args.accounts,
                 duration,
                 destinations: &destinations,
+                ordered: &ordered,
             };
             pgbench::run(&run, &source, &sample[0]).await?
         }

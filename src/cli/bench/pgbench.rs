@@ -25,6 +25,8 @@ pub struct Run<'a> {
     pub duration: Duration,
     /// Destinations the postings are told to (the outbox's rows).
     pub destinations: &'a [&'a str],
+    /// Those of them that are ordered.
+    pub ordered: &'a [&'a str],
 }
 
 /// Runs the script; `Ok(None)` if pgbench is not installed.
@@ -54,6 +56,7 @@ pub async fn run(
         signature_headers: ready.signature_headers.as_deref(),
         signed_at: ready.signed_at,
         destinations: run.destinations,
+        ordered: run.ordered,
         now: Utc::now(),
     });
     let script_path = run.folder.join("ceiling.pgbench");

@@ -10,7 +10,7 @@ use sqlx::sqlite::SqlitePoolOptions;
 use super::admin::BLOCKED;
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
-use super::relay::{CLAIM_SQLITE, REPLAY_DEAD};
+use super::relay::{CLAIM_SQLITE, REPLAY_DEAD, REPLAY_DELIVERED};
 
 /// The plan's lines, one string.
 async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
@@ -116,4 +116,9 @@ async fn each_statement_searches_the_index_it_is_written_for() {
     }
     let replay = plan(&pool, REPLAY_DEAD).await;
     assert!(replay.contains("outbox_dead"), "{replay}");
+    // Delivered rows have no index by destination: the walk is of the
+    // delivered ones only.
+    let replay = plan(&pool, REPLAY_DELIVERED).await;
+    assert!(replay.contains("outbox_delivered"), "{replay}");
+    assert!(!scans_a_table(&replay), "{replay}");
 }

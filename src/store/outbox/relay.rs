@@ -106,7 +106,7 @@ where destination = $1 and state = '",
     };
 }
 pub(super) const REPLAY_DEAD: &str = replay!("dead");
-const REPLAY_DELIVERED: &str = replay!("delivered");
+pub(super) const REPLAY_DELIVERED: &str = replay!("delivered");
 
 const PURGE_DELIVERED: &str = "
 delete from outbox where outbox_id in (

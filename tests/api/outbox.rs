@@ -56,6 +56,35 @@ pub async fn app_with(backend: Backend, destinations: &str) -> TestApp {
     .await
 }
 
+/// A test app with `destinations` that writes their messages and sends
+/// none (as `serve --no-relay`).
+pub async fn writer_with(backend: Backend, destinations: &str) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: destinations,
+            no_relay: true,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+/// The rows `sql` selects from the app's database, on either backend.
+pub async fn selected<T>(app: &TestApp, sql: &'static str) -> Vec<T>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + Send
+        + Unpin,
+{
+    match app.store() {
+        hookledger::store::Store::Sqlite(pool, ..) => sqlx::query_as(sql).fetch_all(pool).await,
+        hookledger::store::Store::Postgres(pool, _) => sqlx::query_as(sql).fetch_all(pool).await,
+    }
+    .unwrap()
+}
+
 /// Waits until `destination` has nothing pending; its messages.
 pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<OutboxEntry> {
     let started = Instant::now();

@@ -9,28 +9,20 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hookledger::domain::MessageType;
-use hookledger::store::{IntentUpsert, NewLedgerEntry};
+use hookledger::store::IntentUpsert;
 
 use crate::helpers::*;
-use crate::outbox::{drained, http_destination};
+use crate::outbox::{drained, http_destination, selected, writer_with};
 use crate::receiver::{Answer, Receiver};
 
 /// Migrated up to 0008, with one event and two messages of it: one dead
 /// for `billing` (configured below), one delivered for `archive` (a
 /// destination since removed from the config).
 async fn prepare_before_the_key(url: String) {
-    use sqlx::migrate::Migrator;
-    use std::borrow::Cow;
     use std::str::FromStr;
 
     let folder = ["postgres", "sqlite"][usize::from(url.starts_with("sqlite:"))];
-    let mut migrator = Migrator::new(std::path::Path::new(&format!(
-        "{}/migrations/{folder}",
-        env!("CARGO_MANIFEST_DIR")
-    )))
-    .await
-    .unwrap();
-    migrator.migrations = Cow::Owned(migrator.migrations[..8].to_vec());
+    let migrator = crate::schema::migrations_up_to(folder, 8).await;
     assert!(migrator.migrations[7].description.contains("outbox behind"));
     let at = now();
     let message_id = MessageType::LedgerPosted.message_id("demo", "evt_old");
@@ -111,12 +103,11 @@ async fn prepare_before_the_key(url: String) {
 
 /// (outbox_id, behind) of every row.
 async fn behind_flags(app: &TestApp) -> Vec<(i64, bool)> {
-    const SQL: &str = "select outbox_id, behind from outbox order by outbox_id";
-    match app.store() {
-        hookledger::store::Store::Sqlite(pool, ..) => sqlx::query_as(SQL).fetch_all(pool).await,
-        hookledger::store::Store::Postgres(pool, _) => sqlx::query_as(SQL).fetch_all(pool).await,
-    }
-    .unwrap()
+    selected(
+        app,
+        "select outbox_id, behind from outbox order by outbox_id",
+    )
+    .await
 }
 
 /// The outbox's unique indexes, by name.
@@ -244,34 +235,13 @@ async fn a_message_written_twice_is_one_row_per_destination(backend: Backend) {
         http_destination("billing", "http://127.0.0.1:9/", ""),
         http_destination("crm", "http://127.0.0.1:9/", "")
     );
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destinations,
-            no_relay: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = writer_with(backend, &destinations).await;
     let mut tx = app.store().begin().await.unwrap();
     let intent = crate::posting_statement::applied_intent("evt_twice", "cus_1", 100, 1);
     let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };
-    let entry = NewLedgerEntry {
-        intent_id,
-        credits_payment: None,
-        source: "demo",
-        event_id: "evt_twice",
-        account_id: "cus_1",
-        currency: "USD",
-        amount_minor: 100,
-        balance_after_minor: 100,
-        account_seq: 1,
-        object_id: None,
-        operator_applied: false,
-        created_at: Utc::now(),
-    };
+    let entry = crate::outbox_postgres::entry_of(intent_id, "evt_twice", "cus_1", 1);
     tx.enqueue_posting(&entry).await.unwrap();
     tx.enqueue_posting(&entry).await.unwrap();
     tx.commit().await.unwrap();

@@ -9,17 +9,16 @@ use chrono::Utc;
 use hookledger::domain::MessageType;
 
 use crate::helpers::*;
-use crate::outbox::{drained, http_destination};
+use crate::outbox::{drained, http_destination, selected, writer_with};
 use crate::receiver::{Answer, Receiver};
 
 /// (destination, event, ordered) of every outbox row, oldest first.
 async fn flags(app: &TestApp) -> Vec<(String, String, bool)> {
-    const SQL: &str = "select destination, event_id, ordered from outbox order by outbox_id";
-    match app.store() {
-        hookledger::store::Store::Sqlite(pool, ..) => sqlx::query_as(SQL).fetch_all(pool).await,
-        hookledger::store::Store::Postgres(pool, _) => sqlx::query_as(SQL).fetch_all(pool).await,
-    }
-    .unwrap()
+    selected(
+        app,
+        "select destination, event_id, ordered from outbox order by outbox_id",
+    )
+    .await
 }
 
 fn row(destination: &str, event_id: &str, ordered: bool) -> (String, String, bool) {
@@ -32,15 +31,7 @@ async fn only_an_ordered_destinations_postings_take_part_in_the_order(backend: B
         http_destination("ledger", "http://127.0.0.1:9/", "ordered_by_account = true"),
         http_destination("crm", "http://127.0.0.1:9/", "")
     );
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &destinations,
-            no_relay: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = writer_with(backend, &destinations).await;
     app.send_ok(&credit("evt_1", "cus_1", 100)).await;
     app.send_ok(&credit_seq("evt_2", "cus_2", 100, 5)).await;
     // A late debit is held: its message has no place in its account's
@@ -65,15 +56,7 @@ async fn a_destination_made_ordered_sends_earlier_messages_in_order(backend: Bac
     // Written while the destination was not ordered, by an instance that
     // does not send.
     let unordered = http_destination("billing", &receiver.url(), "");
-    let writer = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &unordered,
-            no_relay: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let writer = writer_with(backend, &unordered).await;
     writer.send_ok(&credit("evt_1", "cus_1", 100)).await;
     writer.send_ok(&credit("evt_2", "cus_1", 200)).await;
     assert_eq!(
@@ -119,15 +102,7 @@ async fn a_destination_made_ordered_sends_earlier_messages_in_order(backend: Bac
 /// when the destination is no longer ordered.
 async fn a_dead_letter_from_before_blocks_its_account_once_ordered(backend: Backend) {
     let unordered = http_destination("billing", "http://127.0.0.1:9/", "");
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: &unordered,
-            no_relay: true,
-            ..Options::default()
-        },
-    )
-    .await;
+    let app = writer_with(backend, &unordered).await;
     app.send_ok(&credit("evt_1", "cus_1", 100)).await;
     app.send_ok(&credit("evt_2", "cus_1", 200)).await;
     app.execute_sql(

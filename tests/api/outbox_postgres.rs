@@ -34,7 +34,20 @@ pub(crate) async fn posting_of(
     let IntentUpsert::Inserted { intent_id } = tx.insert_intent(&intent).await.unwrap() else {
         panic!("a new event");
     };
-    let entry = NewLedgerEntry {
+    let entry = entry_of(intent_id, event_id, account, seq.unwrap_or(intent_id));
+    tx.enqueue_posting(&entry).await.unwrap();
+    tx
+}
+
+/// A credit of 100 USD to `account`, its `seq`th posting: what a message
+/// of `intent_id` tells.
+pub(crate) fn entry_of<'a>(
+    intent_id: i64,
+    event_id: &'a str,
+    account: &'a str,
+    seq: i64,
+) -> NewLedgerEntry<'a> {
+    NewLedgerEntry {
         intent_id,
         credits_payment: None,
         source: "demo",
@@ -43,13 +56,11 @@ pub(crate) async fn posting_of(
         currency: "USD",
         amount_minor: 100,
         balance_after_minor: 100,
-        account_seq: seq.unwrap_or(intent_id),
+        account_seq: seq,
         object_id: None,
         operator_applied: false,
         created_at: Utc::now(),
-    };
-    tx.enqueue_posting(&entry).await.unwrap();
-    tx
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,14 +72,25 @@ async fn both_backends_define_the_same_tables_and_columns() {
     assert_eq!(sqlite, postgres);
 }
 
+/// The migrations of `folder` (`sqlite` or `postgres`) up to the `n`th: a
+/// database as an older build left it.
+pub(crate) async fn migrations_up_to(folder: &str, n: usize) -> sqlx::migrate::Migrator {
+    let mut migrator = sqlx::migrate::Migrator::new(std::path::Path::new(&format!(
+        "{}/migrations/{folder}",
+        env!("CARGO_MANIFEST_DIR")
+    )))
+    .await
+    .unwrap();
+    migrator.migrations = std::borrow::Cow::Owned(migrator.migrations[..n].to_vec());
+    migrator
+}
+
 /// The schema before scopes (migrations 0001 and 0002), with what a
 /// deployment of that time holds: a Stripe credit (ledger entry, balance),
 /// the same Stripe event recorded a second time by another Stripe endpoint
 /// (the double credit scopes exist to prevent: kept, never merged), and an
 /// event only that endpoint received.
 async fn prepare_before_scopes(url: String) {
-    use sqlx::migrate::Migrator;
-    use std::borrow::Cow;
     use std::str::FromStr;
 
     let folder = if url.starts_with("sqlite:") {
@@ -87,13 +98,7 @@ async fn prepare_before_scopes(url: String) {
     } else {
         "postgres"
     };
-    let mut migrator = Migrator::new(std::path::Path::new(&format!(
-        "{}/migrations/{folder}",
-        env!("CARGO_MANIFEST_DIR")
-    )))
-    .await
-    .unwrap();
-    migrator.migrations = Cow::Owned(migrator.migrations[..2].to_vec());
+    let migrator = migrations_up_to(folder, 2).await;
     let at = crate::helpers::now();
     macro_rules! fill {
         ($pool:expr) => {{

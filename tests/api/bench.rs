@@ -9,6 +9,7 @@ use crate::process::hookledger;
 crate::both_backends!(
     the_short_bench_runs_and_checks_itself,
     a_relay_started_after_the_phases_drains_them,
+    a_relay_apart_sends_while_the_phases_run,
 );
 
 /// A one-second bench over 20 accounts with a destination, `extra` added;
@@ -91,6 +92,18 @@ async fn a_relay_started_after_the_phases_drains_them(backend: Backend) {
     assert!(drained.ends_with("since the relay started"), "{drained}");
     // Every posting the phase stored reached the sink (the bench fails
     // otherwise), and there were some.
+    let delivered: usize = drained.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(delivered > 0, "{drained}");
+    assert!(stdout.contains("correct: 20 balances"), "{stdout}");
+}
+
+/// `--relay-apart`: the server only writes the messages; a relay process
+/// started before the phase delivers every one of them.
+async fn a_relay_apart_sends_while_the_phases_run(backend: Backend) {
+    let stdout = short_bench(&backend, "300", &["--only-new", "--relay-apart"]);
+    let drained = stdout.lines().find(|l| l.starts_with("outbox: "));
+    let drained = drained.unwrap_or_else(|| panic!("no outbox line:\n{stdout}"));
+    assert!(drained.ends_with("since the first phase"), "{drained}");
     let delivered: usize = drained.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(delivered > 0, "{drained}");
     assert!(stdout.contains("correct: 20 balances"), "{stdout}");

@@ -75,6 +75,12 @@ pub struct BenchArgs {
     /// and the relay's own rate.
     #[arg(long, requires = "outbox")]
     pub relay_later: bool,
+    /// With `--outbox`: the server writes the messages but does not send
+    /// them; a `hookledger relay` process started before the phases sends
+    /// them while they run, as a deployment with its relay apart does (here
+    /// on the same machine). Its CPU is not in the server's column.
+    #[arg(long, requires = "outbox", conflicts_with = "relay_later")]
+    pub relay_apart: bool,
     /// The hookledger binary whose `serve` is driven (default: this one),
     /// to compare two builds under one load generator; the ceilings are
     /// always this binary's own.
@@ -154,8 +160,13 @@ async fn bench(
     let mut ledger = Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts);
     let mut rng = Rng::new(seed);
     let server_binary = args.server_binary.as_deref();
+    let no_relay = args.relay_later || args.relay_apart;
     let mut server =
-        server::Server::start(config_path, &config.listen, server_binary, args.relay_later).await?;
+        server::Server::start(config_path, &config.listen, server_binary, no_relay).await?;
+    let relay_apart = match args.relay_apart {
+        true => Some(server::Server::start_relay(config_path, server_binary)?),
+        false => None,
+    };
     let postgres = !config.database_url.starts_with("sqlite:");
     println!(
         "hookledger bench: {KIND}, {} connections, {} s per phase, pool {}, seed {seed}",
@@ -202,6 +213,7 @@ async fn bench(
         };
         drain::report(&config, (&name, sink), since, ledger.accepted.len()).await?;
     }
+    drop(relay_apart);
     server.stop().await;
 
     let store = connect_store(&config).await.map_err(|e| e.to_string())?;

@@ -42,7 +42,7 @@ order by o.outbox_id";
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 /// Found by its row; its destination and id must match too, so a form
 /// from before a purge never re-queues another message. `$5`: as in the
-/// replay of many (`REPLAY`).
+/// replay of many (`replay!` in relay.rs).
 const REPLAY_ONE: &str = "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = $4, leased_by = null,
     delivered_ms = null, behind = false, ordered = (account_seq is not null and $5)

@@ -22,7 +22,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use super::Store;
-use crate::domain::Routes;
+use crate::domain::{MessageType, Routes};
 
 pub use behind::Tidied;
 pub use relay::{Attempted, Recorded, Replay};
@@ -36,14 +36,17 @@ pub use stats::{OutboxEntry, OutboxStats};
 #[derive(Debug, Clone)]
 pub struct Outbox {
     routes: Routes,
+    posted: Arc<PostedTo>,
     wake: Arc<watch::Sender<u64>>,
     committed: Arc<watch::Sender<u64>>,
 }
 
 impl Default for Outbox {
     fn default() -> Self {
+        let routes = Routes::default();
         Self {
-            routes: Routes::default(),
+            posted: Arc::new(PostedTo::new(&routes)),
+            routes,
             wake: Arc::new(watch::channel(0).0),
             committed: Arc::new(watch::channel(0).0),
         }
@@ -53,6 +56,12 @@ impl Default for Outbox {
 impl Outbox {
     pub fn routes(&self) -> &Routes {
         &self.routes
+    }
+
+    /// Where a posting's `ledger.posted` messages go, as its statement
+    /// binds them.
+    pub(in crate::store) fn posted(&self) -> &Arc<PostedTo> {
+        &self.posted
     }
 
     /// A receiver that sees every wake after this call.
@@ -89,9 +98,44 @@ impl Store {
     /// a clone) writes messages for them.
     pub fn with_routes(mut self, routes: Routes) -> Self {
         match &mut self {
-            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => outbox.routes = routes,
+            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => {
+                outbox.posted = Arc::new(PostedTo::new(&routes));
+                outbox.routes = routes;
+            }
         }
         self
+    }
+}
+
+/// The destinations of `ledger.posted` messages and those of them that are
+/// ordered, as lists (PostgreSQL's arrays) and JSON arrays (SQLite's
+/// `json_each`): worked out once from the routes, not for every posting.
+#[derive(Debug)]
+pub(in crate::store) struct PostedTo {
+    pub names: Vec<String>,
+    pub ordered: Vec<String>,
+    pub names_json: String,
+    pub ordered_json: String,
+}
+
+impl PostedTo {
+    fn new(routes: &Routes) -> Self {
+        let names: Vec<String> = routes
+            .taking(MessageType::LedgerPosted)
+            .map(str::to_owned)
+            .collect();
+        let ordered: Vec<String> = names
+            .iter()
+            .filter(|name| routes.is_ordered(name))
+            .cloned()
+            .collect();
+        let json = |list: &[String]| serde_json::to_string(list).expect("strings serialise");
+        Self {
+            names_json: json(&names),
+            ordered_json: json(&ordered),
+            names,
+            ordered,
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::super::outbox::PostedTo;
 use super::balances::upsert_balance;
 use super::{NewLedgerEntry, StoreError, TxConn, WriteTx};
 use crate::domain::MessageType;
@@ -135,27 +136,19 @@ impl WriteTx {
     /// Moves the balance, writes the ledger entry and its messages; returns
     /// the balance after the posting.
     pub async fn post(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {
-        // The routes are shared (an Arc): no copy of the names.
-        let routes = self.outbox().routes().clone();
-        let destinations: Vec<&str> = routes.taking(MessageType::LedgerPosted).collect();
-        // The destinations whose messages take part in their account's
-        // order (the `ordered` column).
-        let ordered: Vec<&str> = destinations
-            .iter()
-            .copied()
-            .filter(|name| routes.is_ordered(name))
-            .collect();
+        // Shared (an Arc), worked out with the routes: no list per posting.
+        let posted = self.outbox().posted().clone();
         let TxConn::Postgres(tx) = &mut self.conn else {
-            return self.post_sqlite(posting, &destinations, &ordered).await;
+            return self.post_sqlite(posting, &posted).await;
         };
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
         let row: Option<(i64,)> = bind_posting!(sqlx::query_as(POST_PG), posting, &message_id)
-            .bind(&destinations)
-            .bind(&ordered)
+            .bind(&posted.names)
+            .bind(&posted.ordered)
             .fetch_optional(&mut **tx)
             .await?;
         let (balance_after,) = row.ok_or_else(|| balance_limit(posting))?;
-        self.queued |= !destinations.is_empty();
+        self.queued |= !posted.names.is_empty();
         Ok(balance_after)
     }
 
@@ -163,22 +156,19 @@ impl WriteTx {
     async fn post_sqlite(
         &mut self,
         posting: &NewPosting<'_>,
-        destinations: &[&str],
-        ordered: &[&str],
+        posted: &PostedTo,
     ) -> Result<i64, StoreError> {
         let message_id = MessageType::LedgerPosted.message_id(posting.source, posting.event_id);
-        let names = serde_json::to_string(destinations).expect("strings serialise");
-        let ordered = serde_json::to_string(ordered).expect("strings serialise");
         // Every row: fetching only the first would leave the rest unrun.
         let rows: Vec<(i64, i64)> = on_tx!(self, conn => bind_posting!(sqlx::query_as(POST_SQLITE), posting, &message_id)
-            .bind(names)
-            .bind(ordered)
+            .bind(posted.names_json.as_str())
+            .bind(posted.ordered_json.as_str())
             .fetch_all(conn)
             .await)?;
         match rows[..] {
             [] => Err(balance_limit(posting)),
             [balance, entry] if balance == entry => {
-                self.queued |= !destinations.is_empty();
+                self.queued |= !posted.names.is_empty();
                 Ok(entry.0)
             }
             _ => Err(StoreError::Corrupt(format!(

@@ -94,6 +94,25 @@ async fn a_relay_started_after_the_phases_drains_them(backend: Backend) {
     // otherwise), and there were some.
     let delivered: usize = drained.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(delivered > 0, "{drained}");
+    // What each message cost the relay, the sink and PostgreSQL (none on
+    // SQLite), read from /proc while the relay ran alone.
+    let cpu = stdout
+        .lines()
+        .find(|l| l.starts_with("outbox: CPU per message"));
+    let cpu = cpu.unwrap_or_else(|| panic!("no CPU line:\n{stdout}"));
+    let figure = |name: &str| {
+        let after = cpu.split(&format!("{name} ")).nth(1).unwrap_or("");
+        after.split([',', ' ']).next().unwrap_or("").to_owned()
+    };
+    for name in ["relay", "sink"] {
+        let us = figure(name);
+        assert!(us.parse::<u64>().is_ok(), "{name}: {cpu}");
+    }
+    let database = figure("PostgreSQL");
+    match backend {
+        Backend::Postgres(_) => assert!(database.parse::<u64>().is_ok(), "{cpu}"),
+        Backend::Sqlite => assert_eq!(database, "-", "{cpu}"),
+    }
     assert!(stdout.contains("correct: 20 balances"), "{stdout}");
 }
 

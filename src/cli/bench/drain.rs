@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use super::measure;
 use super::sink::Sink;
 use crate::config::Config;
 use crate::startup::connect_store;
@@ -12,14 +13,54 @@ use crate::startup::connect_store;
 /// How long the relay may take to catch up after the last phase.
 const DRAIN_WAIT: Duration = Duration::from_secs(300);
 
+/// The relay process on its own (`--relay-later`): its pid, and the CPU
+/// it, this process (the sink) and PostgreSQL had used when it started.
+pub struct RelayAlone {
+    pub pid: u32,
+    relay: Option<Duration>,
+    sink: Option<Duration>,
+    database: Option<Duration>,
+}
+
+impl RelayAlone {
+    pub fn new(pid: u32, postgres: bool) -> Self {
+        Self {
+            pid,
+            relay: measure::process_cpu(pid),
+            sink: measure::process_cpu(std::process::id()),
+            database: postgres.then(measure::postgres_cpu),
+        }
+    }
+
+    /// CPU per message since [`RelayAlone::new`], in microseconds: the
+    /// relay's, the sink's and PostgreSQL's.
+    fn per_message(&self, messages: usize) -> String {
+        let since = |before: Option<Duration>, now: Option<Duration>| {
+            let used = now?.saturating_sub(before?);
+            Some(used.as_secs_f64() * 1e6 / messages.max(1) as f64)
+        };
+        let relay = since(self.relay, measure::process_cpu(self.pid));
+        let sink = since(self.sink, measure::process_cpu(std::process::id()));
+        let database = since(self.database, Some(measure::postgres_cpu()));
+        let shown = |us: Option<f64>| us.map_or("-".to_owned(), |us| format!("{us:.0} µs"));
+        format!(
+            "CPU per message: relay {}, sink {}, PostgreSQL {}",
+            shown(relay),
+            shown(sink),
+            shown(database)
+        )
+    }
+}
+
 /// Prints how long the relay took to deliver everything since `started`
-/// (what `since` names); an error if it did not, or if the sink missed a
-/// posting.
+/// (what `since` names), and with `alone` the CPU each message cost; an
+/// error if it did not, or if the sink missed a posting.
 pub async fn report(
     config: &Config,
     (name, sink): (&str, &Sink),
     (started, since): (Instant, &str),
     postings: usize,
+    alone: Option<&RelayAlone>,
 ) -> Result<(), String> {
     let phases_ended = Instant::now();
     let store = connect_store(config).await.map_err(|e| e.to_string())?;
@@ -48,6 +89,9 @@ pub async fn report(
         phases_ended.elapsed().as_secs_f64(),
         ids as f64 / whole.max(1e-9)
     );
+    if let Some(alone) = alone {
+        println!("outbox: {}", alone.per_message(ids));
+    }
     if ids != postings {
         return Err(format!(
             "outbox: the sink got {ids} distinct postings, the ledger has {postings}"

@@ -204,14 +204,18 @@ async fn bench(
     }
     if args.outbox {
         let name = format!("sink-{run_id}");
-        let (_relay, since) = match args.relay_later {
+        let (relay, since) = match args.relay_later {
             true => (
                 Some(server::Server::start_relay(config_path, server_binary)?),
                 (std::time::Instant::now(), "the relay started"),
             ),
             false => (None, (started, "the first phase")),
         };
-        drain::report(&config, (&name, sink), since, ledger.accepted.len()).await?;
+        let alone = relay
+            .as_ref()
+            .map(|relay| drain::RelayAlone::new(relay.pid(), postgres));
+        let postings = ledger.accepted.len();
+        drain::report(&config, (&name, sink), since, postings, alone.as_ref()).await?;
     }
     drop(relay_apart);
     server.stop().await;

@@ -13,7 +13,8 @@ use crate::providers::{KindSettings, Unsigned, provider_for};
 use crate::secret::KeyBytes;
 
 pub struct Http {
-    url: String,
+    /// Parsed once: a request given a string parses it again every time.
+    url: Result<reqwest::Url, String>,
     keys: Vec<KeyBytes>,
     /// Or why there is none: every attempt then fails with the reason.
     client: Result<reqwest::Client, String>,
@@ -31,7 +32,7 @@ impl Http {
             tracing::error!(url, "outbox: {error}");
         }
         Self {
-            url: url.to_owned(),
+            url: reqwest::Url::parse(url).map_err(|e| format!("the destination's url: {e}")),
             keys: keys.to_vec(),
             client,
         }
@@ -112,8 +113,9 @@ impl Deliver for Http {
     fn deliver<'a>(&'a self, message: &'a Outgoing<'a>) -> Sending<'a> {
         Box::pin(async move {
             let client = self.client.as_ref().map_err(SendError::new)?;
+            let url = self.url.as_ref().map_err(SendError::new)?;
             let mut request = client
-                .post(&self.url)
+                .post(url.clone())
                 .header(CONTENT_TYPE, "application/json")
                 .header(
                     USER_AGENT,

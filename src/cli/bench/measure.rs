@@ -76,6 +76,67 @@ fn ticks(stat: &str) -> Option<u64> {
     Some(user + system)
 }
 
+/// The machine's CPU time by state, summed over its CPUs (the `cpu` line of
+/// `/proc/stat`, in ticks): what a phase's share of idle and stolen time is
+/// taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineTicks {
+    total: u64,
+    idle: u64,
+    steal: u64,
+}
+
+impl MachineTicks {
+    pub fn read() -> Option<Self> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// user nice system idle iowait irq softirq steal (guest time is
+    /// already inside user and nice).
+    fn parse(stat: &str) -> Option<Self> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let fields: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|field| field.parse().ok())
+            .collect::<Option<_>>()?;
+        let [_, _, _, idle, iowait, _, _, steal] = fields[..] else {
+            return None;
+        };
+        Some(Self {
+            total: fields.iter().sum(),
+            idle: idle + iowait,
+            steal,
+        })
+    }
+
+    /// What the machine did since `self`: see [`MachineShare`].
+    pub fn since(self, earlier: Self) -> MachineShare {
+        let total = self.total.saturating_sub(earlier.total);
+        let idle = self.idle.saturating_sub(earlier.idle);
+        let steal = self.steal.saturating_sub(earlier.steal);
+        let percent = |part: u64| 100.0 * part as f64 / total.max(1) as f64;
+        MachineShare {
+            idle_percent: percent(idle),
+            steal_percent: percent(steal),
+            busy: TICK * total.saturating_sub(idle + steal) as u32,
+        }
+    }
+}
+
+/// The machine's CPU time over a phase, all its CPUs together. A phase
+/// that left CPU idle was not bound by CPU; one with much stolen by the
+/// hypervisor was not alone. `busy` is every process's work (server,
+/// database, relay, load generator, sink): per request, the cost that
+/// stays comparable when the rate swings with the machine's neighbours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineShare {
+    pub idle_percent: f64,
+    pub steal_percent: f64,
+    pub busy: Duration,
+}
+
 /// One phase's figures.
 #[derive(Debug, Clone, Default)]
 pub struct PhaseResult {
@@ -101,6 +162,8 @@ pub struct PhaseResult {
     pub client_cpu: Option<Duration>,
     /// The server's resident memory at the end of the phase, in kB.
     pub server_rss_kb: Option<u64>,
+    /// The whole machine's CPU over the phase.
+    pub machine: Option<MachineShare>,
 }
 
 impl PhaseResult {
@@ -134,13 +197,20 @@ impl PhaseResult {
             .server_rss_kb
             .map(|kb| format!("{:.0}", kb as f64 / 1024.0))
             .unwrap_or_else(|| "-".to_owned());
+        let machine = per_request(self.machine.map(|m| m.busy));
+        let share = |percent: fn(&MachineShare) -> f64| {
+            self.machine
+                .map(|m| format!("{:.0}", percent(&m)))
+                .unwrap_or_else(|| "-".to_owned())
+        };
+        let (idle, steal) = (share(|m| m.idle_percent), share(|m| m.steal_percent));
         let (p50, p95, p99) = (
             self.percentile_ms(50.0),
             self.percentile_ms(95.0),
             self.percentile_ms(99.0),
         );
         format!(
-            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>9} {:>8} {:>7}",
+            "{:<18} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>8.1} {:>8.1} {:>10.0} {:>9} {:>9} {:>8} {:>7} {:>10} {:>7} {:>8}",
             self.name,
             self.per_second(self.answered),
             self.per_second(self.new_events),
@@ -153,15 +223,39 @@ impl PhaseResult {
             client,
             self.refused,
             rss,
+            machine,
+            idle,
+            steal,
         )
     }
 }
 
-pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  client µs  non-2xx  RSS MB";
+pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  client µs  non-2xx  RSS MB  machine µs  idle %  steal %";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_machines_idle_and_stolen_time_from_proc_stat() {
+        let before = "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n";
+        let after = "cpu  300 0 150 1000 50 0 0 100 0 0\n";
+        let before = MachineTicks::parse(before).unwrap();
+        let after = MachineTicks::parse(after).unwrap();
+        // 600 ticks went by: 200 idle, 100 stolen, 300 busy.
+        let share = after.since(before);
+        assert!(
+            (share.idle_percent - 100.0 * 200.0 / 600.0).abs() < 1e-9,
+            "{share:?}"
+        );
+        assert!(
+            (share.steal_percent - 100.0 * 100.0 / 600.0).abs() < 1e-9,
+            "{share:?}"
+        );
+        assert_eq!(share.busy, TICK * 300);
+        assert_eq!(MachineTicks::parse("cpu0 1 2 3\n"), None);
+        assert_eq!(MachineTicks::parse("cpu  1 2 3\n"), None, "too few fields");
+    }
 
     #[test]
     fn reads_cpu_ticks_and_names_from_proc_stat() {

@@ -190,6 +190,7 @@ async fn bench(
         let planned = Arc::new(ledger.plan(&mut rng, profile, args.events, 0)?);
         let cpu = Cpu::read(server.pid(), postgres);
         let client = measure::process_cpu(std::process::id());
+        let machine = measure::MachineTicks::read();
         let (mut result, accepted) =
             drive::drive(&target, planned.clone(), args.connections, duration).await?;
         cpu.into(&mut result, server.pid(), postgres);
@@ -197,6 +198,9 @@ async fn bench(
             .zip(measure::process_cpu(std::process::id()))
             .map(|(before, after)| after.saturating_sub(before));
         result.server_rss_kb = measure::process_rss_kb(server.pid());
+        result.machine = machine
+            .zip(measure::MachineTicks::read())
+            .map(|(before, after)| after.since(before));
         accept(&mut ledger, &planned, &accepted);
         result.name = format!("http {name}");
         println!("{}", result.row());
@@ -235,6 +239,7 @@ async fn bench(
     for &(name, profile) in ceilings {
         let planned = ledger.plan(&mut rng, profile, args.events, since)?;
         let cpu = Cpu::read(std::process::id(), postgres);
+        let machine = measure::MachineTicks::read();
         let (mut result, accepted) = ceiling::run(
             &ingestor,
             source.clone(),
@@ -246,6 +251,9 @@ async fn bench(
         if let Some(database) = cpu.database_since() {
             result.database_cpu = Some(database);
         }
+        result.machine = machine
+            .zip(measure::MachineTicks::read())
+            .map(|(before, after)| after.since(before));
         accept(&mut ledger, &planned, &accepted);
         result.name = format!("ceiling {name}");
         println!("{}", result.row());

@@ -15,7 +15,7 @@ use super::destinations::{Deliver, Outgoing, SendError};
 use super::message;
 use crate::config::Destination;
 use crate::rng::SplitMix64;
-use crate::store::{Attempted, OutboxRow, Store};
+use crate::store::{Attempted, OutboxRow, Recorded, Store, StoreError};
 use crate::telemetry::OutboxInstruments;
 
 /// Rows claimed at once: also the number of sends in flight per relay (an
@@ -30,6 +30,12 @@ const LINGER: Duration = Duration::from_millis(20);
 /// record the outcome (one short transaction) before another relay may
 /// take the row. Also how long a crashed relay's rows wait to be sent again.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
+/// A record that failed is tried again after this, doubling up to
+/// [`RECORD_RETRY_MAX`], while at least [`RECORD_RETRY_BEFORE_LEASE_ENDS`]
+/// of the lease is left after the wait.
+const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
+const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
+const RECORD_RETRY_BEFORE_LEASE_ENDS: Duration = Duration::from_secs(5);
 /// How often a relay tidies its destination's rows: an ordered one's rows
 /// behind a stuck message of their account are flagged, out of the claim's
 /// way, and a flag missed is cleared (`store::outbox::behind`).
@@ -109,34 +115,79 @@ impl Relay {
                 }
             };
             let full = rows.len() as i64 >= BATCH;
+            // The rows are this relay's until then (the claim's clock).
+            let leased_for = Duration::from_millis(
+                (now_ms + lease.as_millis() as i64 - Utc::now().timestamp_millis()).max(0) as u64,
+            );
+            let lease_ends = std::time::Instant::now() + leased_for;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
+            match self.record(&outcomes, lease_ends, &stop).await {
+                Ok(recorded) => {
+                    let name = &self.destination.name;
+                    self.instruments.delivered(name, recorded.delivered);
+                    self.instruments.dead(name, recorded.dead);
+                    if !full {
+                        tokio::time::sleep(LINGER).await;
+                    }
+                }
+                Err(error) => {
+                    // The claims stay leased: nothing is sent again before
+                    // the lease passes, then the sweep takes the rows again.
+                    tracing::warn!(
+                        destination = %self.destination.name,
+                        "outbox: could not record {} attempts, retried after their lease: {error}",
+                        outcomes.len()
+                    );
+                    tokio::time::sleep(self.poll).await;
+                }
+            }
+        }
+    }
+
+    /// Records the attempts' outcomes. A failure (the database busy or
+    /// restarting) is tried again, backing off, while the claims' lease
+    /// lasts and the relay is not stopping: every statement of the record
+    /// names the claim or the delivered state, so a second try changes
+    /// nothing the first did, and a message the destination acknowledged
+    /// is not sent again only because its acknowledgement could not be
+    /// written at once. Past the lease another relay may have claimed the
+    /// rows, and the sweep sends them again (at least once).
+    async fn record(
+        &self,
+        outcomes: &[(&OutboxRow, Attempted)],
+        lease_ends: std::time::Instant,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Recorded, StoreError> {
+        let mut wait = RECORD_RETRY_FIRST;
+        loop {
             let recorded = self
                 .store
                 .record_attempts(
                     &self.owner,
-                    &outcomes,
+                    outcomes,
                     self.destination.ordered_by_account,
                     Utc::now(),
                 )
                 .await;
-            if let Ok(recorded) = recorded {
-                let name = &self.destination.name;
-                self.instruments.delivered(name, recorded.delivered);
-                self.instruments.dead(name, recorded.dead);
+            let error = match recorded {
+                Ok(recorded) => return Ok(recorded),
+                Err(error) => error,
+            };
+            // A try too close to the lease's end would race the sweep (a
+            // late record is harmless, but no longer spares a resend).
+            let time_left = lease_ends.saturating_duration_since(std::time::Instant::now());
+            if *stop.borrow() || time_left < wait + RECORD_RETRY_BEFORE_LEASE_ENDS {
+                return Err(error);
             }
-            if let Err(error) = recorded {
-                // The claims stay leased: nothing is sent again before the
-                // lease passes, then the sweep takes the rows again.
-                tracing::warn!(
-                    destination = %self.destination.name,
-                    "outbox: could not record {} attempts, retried after their lease: {error}",
-                    outcomes.len()
-                );
-                tokio::time::sleep(self.poll).await;
-            } else if !full {
-                tokio::time::sleep(LINGER).await;
-            }
+            tracing::warn!(
+                destination = %self.destination.name,
+                "outbox: could not record {} attempts, trying again in {} ms: {error}",
+                outcomes.len(),
+                wait.as_millis()
+            );
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(RECORD_RETRY_MAX);
         }
     }
 

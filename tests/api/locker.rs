@@ -12,6 +12,11 @@ impl Locker {
     /// SQLite: take the single write lock. PostgreSQL: lock the intents table
     /// against every other access.
     pub async fn lock(database_url: &str) -> Locker {
+        Self::lock_table(database_url, "intents").await
+    }
+
+    /// The same, with `table` locked on PostgreSQL.
+    pub async fn lock_table(database_url: &str, table: &str) -> Locker {
         if database_url.starts_with("sqlite:") {
             let mut connection = SqliteConnection::connect(database_url).await.unwrap();
             sqlx::raw_sql("begin immediate")
@@ -21,7 +26,8 @@ impl Locker {
             Locker::Sqlite(connection)
         } else {
             let mut connection = PgConnection::connect(database_url).await.unwrap();
-            sqlx::raw_sql("begin; lock table intents in access exclusive mode")
+            let lock = format!("begin; lock table {table} in access exclusive mode");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(lock))
                 .execute(&mut connection)
                 .await
                 .unwrap();

@@ -8,6 +8,7 @@ use chrono::Utc;
 use hookledger::store::Replay;
 
 use crate::helpers::*;
+use crate::locker::Locker;
 use crate::outbox::{app_with, drained, http_destination};
 use crate::receiver::{Answer, Receiver};
 
@@ -72,6 +73,44 @@ async fn a_refused_connection_is_retried_until_the_receiver_is_up(backend: Backe
     assert_eq!(messages[0].state, "delivered");
     assert_eq!(messages[0].last_error, None);
     assert_eq!(receiver.accepted().len(), 1);
+}
+
+/// The destination acknowledged, but the database would not take the
+/// record at first (locked, as when busy or restarting): the relay tries
+/// the record again while its lease lasts, so the message is delivered
+/// without being sent a second time (before, it waited for its lease to
+/// pass and was sent again).
+async fn an_acknowledgement_the_database_refused_at_first_is_recorded_later(backend: Backend) {
+    let slow_ack = Answer::After(Duration::from_millis(1500), 200);
+    let receiver = Receiver::start(&[slow_ack], Answer::Status(200)).await;
+    let destination = http_destination("flaky", &receiver.url(), "timeout_secs = 5");
+    let app = TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: &destination,
+            database: "busy_timeout_ms = 200\nstatement_timeout_ms = 200",
+            ..Options::default()
+        },
+    )
+    .await;
+    app.send_ok(&credit("evt_1", "cus_1", 100)).await;
+    let started = std::time::Instant::now();
+    while receiver.received().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "never sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Sent and claimed; the acknowledgement comes in 1.5 s, and its record
+    // finds the outbox locked for 3 s (every try fails within 200 ms).
+    let locker = Locker::lock_table(&app.database_url, "outbox").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    locker.release().await;
+    // Recorded well inside the lease (5 s send timeout + 10 s), so not
+    // sent again after it.
+    let messages = drained(&app, "flaky", Duration::from_secs(5)).await;
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].state, "delivered", "{messages:?}");
+    assert_eq!(messages[0].attempts, 1, "{messages:?}");
+    assert_eq!(receiver.received().len(), 1, "sent once");
 }
 
 /// Polls the one message of `flaky` until `ready` holds.
@@ -144,6 +183,7 @@ both_backends!(
     failures_and_timeouts_are_retried_until_acknowledged,
     a_refused_connection_is_retried_until_the_receiver_is_up,
     dead_letters_block_their_account_until_replayed,
+    an_acknowledgement_the_database_refused_at_first_is_recorded_later,
 );
 
 /// A system with no trusted certificates at all (a slim container without

@@ -19,6 +19,8 @@ pub enum Answer {
     RetryAfter(u16, u64),
     /// Reads the request and never answers (the sender's timeout).
     Hang,
+    /// A status, after this wait.
+    After(Duration, u16),
 }
 
 /// One request as received.
@@ -93,7 +95,12 @@ impl Receiver {
     pub fn accepted(&self) -> Vec<Received> {
         self.received()
             .into_iter()
-            .filter(|r| matches!(r.answered, Answer::Status(200..=299)))
+            .filter(|r| {
+                matches!(
+                    r.answered,
+                    Answer::Status(200..=299) | Answer::After(_, 200..=299)
+                )
+            })
             .collect()
     }
 
@@ -123,6 +130,10 @@ impl Receiver {
                 return;
             }
             Answer::Status(status) => format!("HTTP/1.1 {status} X\r\n"),
+            Answer::After(wait, status) => {
+                tokio::time::sleep(wait).await;
+                format!("HTTP/1.1 {status} X\r\n")
+            }
             Answer::RetryAfter(status, seconds) => {
                 format!("HTTP/1.1 {status} X\r\nRetry-After: {seconds}\r\n")
             }

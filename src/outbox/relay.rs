@@ -27,15 +27,18 @@ pub const BATCH: i64 = 64;
 /// this much latency.
 const LINGER: Duration = Duration::from_millis(20);
 /// How long a claim stays leased beyond the send's own timeout: time to
-/// record the outcome (one short transaction) before another relay may
-/// take the row. Also how long a crashed relay's rows wait to be sent again.
+/// record the outcome (one short transaction, tried again while the
+/// database refuses it: [`Relay::record`]) before another relay may take
+/// the row. Also how long a crashed relay's rows wait to be sent again.
 const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// A record that failed is tried again after this, doubling up to
 /// [`RECORD_RETRY_MAX`], while at least [`RECORD_RETRY_BEFORE_LEASE_ENDS`]
-/// of the lease is left after the wait.
+/// of the lease is left after the wait; each try ends by
+/// [`RECORD_ENDS_BEFORE_LEASE`] before the lease does.
 const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
 const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
 const RECORD_RETRY_BEFORE_LEASE_ENDS: Duration = Duration::from_secs(5);
+const RECORD_ENDS_BEFORE_LEASE: Duration = Duration::from_secs(2);
 /// How often a relay tidies its destination's rows: an ordered one's rows
 /// behind a stuck message of their account are flagged, out of the claim's
 /// way, and a flag missed is cleared (`store::outbox::behind`).
@@ -122,7 +125,7 @@ impl Relay {
             let lease_ends = std::time::Instant::now() + leased_for;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
-            match self.record(&outcomes, lease_ends, &stop).await {
+            match self.record(&outcomes, lease_ends, &mut stop).await {
                 Ok(recorded) => {
                     let name = &self.destination.name;
                     self.instruments.delivered(name, recorded.delivered);
@@ -145,39 +148,46 @@ impl Relay {
         }
     }
 
-    /// Records the attempts' outcomes. A failure (the database busy or
-    /// restarting) is tried again, backing off, while the claims' lease
-    /// lasts and the relay is not stopping: every statement of the record
+    /// Records the attempts' outcomes. A transient failure (the database
+    /// busy or restarting) is tried again, backing off, until
+    /// [`RECORD_RETRY_BEFORE_LEASE_ENDS`] before the claims' lease ends,
+    /// and not once the relay is stopping: every statement of the record
     /// names the claim or the delivered state, so a second try changes
     /// nothing the first did, and a message the destination acknowledged
     /// is not sent again only because its acknowledgement could not be
-    /// written at once. Past the lease another relay may have claimed the
-    /// rows, and the sweep sends them again (at least once).
+    /// written at once. Every try ends [`RECORD_ENDS_BEFORE_LEASE`] before
+    /// the lease does (dropped, it rolls back), so no record races another
+    /// relay that took the rows over; then the sweep sends them again (at
+    /// least once).
     async fn record(
         &self,
         outcomes: &[(&OutboxRow, Attempted)],
         lease_ends: std::time::Instant,
-        stop: &watch::Receiver<bool>,
+        stop: &mut watch::Receiver<bool>,
     ) -> Result<Recorded, StoreError> {
         let mut wait = RECORD_RETRY_FIRST;
         loop {
-            let recorded = self
-                .store
-                .record_attempts(
-                    &self.owner,
-                    outcomes,
-                    self.destination.ordered_by_account,
-                    Utc::now(),
-                )
-                .await;
-            let error = match recorded {
-                Ok(recorded) => return Ok(recorded),
-                Err(error) => error,
+            let limit = lease_ends
+                .saturating_duration_since(std::time::Instant::now())
+                .saturating_sub(RECORD_ENDS_BEFORE_LEASE);
+            let recording = self.store.record_attempts(
+                &self.owner,
+                outcomes,
+                self.destination.ordered_by_account,
+                Utc::now(),
+            );
+            let error = match tokio::time::timeout(limit, recording).await {
+                Ok(Ok(recorded)) => return Ok(recorded),
+                Ok(Err(error)) => error,
+                // Too close to the lease's end: as if the database had
+                // not answered at all.
+                Err(_elapsed) => return Err(StoreError::Unavailable(sqlx::Error::PoolTimedOut)),
             };
-            // A try too close to the lease's end would race the sweep (a
-            // late record is harmless, but no longer spares a resend).
             let time_left = lease_ends.saturating_duration_since(std::time::Instant::now());
-            if *stop.borrow() || time_left < wait + RECORD_RETRY_BEFORE_LEASE_ENDS {
+            let retry = error.is_transient()
+                && !*stop.borrow()
+                && time_left >= wait + RECORD_RETRY_BEFORE_LEASE_ENDS;
+            if !retry {
                 return Err(error);
             }
             tracing::warn!(
@@ -186,7 +196,11 @@ impl Relay {
                 outcomes.len(),
                 wait.as_millis()
             );
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                // Stopping: one more try now, then no other.
+                _ = stop.changed() => {}
+            }
             wait = (wait * 2).min(RECORD_RETRY_MAX);
         }
     }

@@ -81,8 +81,7 @@ async fn a_refused_connection_is_retried_until_the_receiver_is_up(backend: Backe
 /// without being sent a second time (before, it waited for its lease to
 /// pass and was sent again).
 async fn an_acknowledgement_the_database_refused_at_first_is_recorded_later(backend: Backend) {
-    let slow_ack = Answer::After(Duration::from_millis(1500), 200);
-    let receiver = Receiver::start(&[slow_ack], Answer::Status(200)).await;
+    let receiver = Receiver::start(&[Answer::Held(200)], Answer::Status(200)).await;
     let destination = http_destination("flaky", &receiver.url(), "timeout_secs = 5");
     let app = TestApp::spawn_with(
         backend,
@@ -99,10 +98,12 @@ async fn an_acknowledgement_the_database_refused_at_first_is_recorded_later(back
         assert!(started.elapsed() < Duration::from_secs(20), "never sent");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    // Sent and claimed; the acknowledgement comes in 1.5 s, and its record
-    // finds the outbox locked for 3 s (every try fails within 200 ms).
+    // Sent and claimed, its answer held. With the outbox locked, the
+    // acknowledgement goes, and every try to record it in the next 2 s
+    // fails within 200 ms.
     let locker = Locker::lock_table(&app.database_url, "outbox").await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    receiver.release_held();
+    tokio::time::sleep(Duration::from_secs(2)).await;
     locker.release().await;
     // Recorded well inside the lease (5 s send timeout + 10 s), so not
     // sent again after it.

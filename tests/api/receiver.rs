@@ -19,8 +19,8 @@ pub enum Answer {
     RetryAfter(u16, u64),
     /// Reads the request and never answers (the sender's timeout).
     Hang,
-    /// A status, after this wait.
-    After(Duration, u16),
+    /// A status, once the test calls [`Receiver::release_held`].
+    Held(u16),
 }
 
 /// One request as received.
@@ -43,6 +43,8 @@ struct State {
 pub struct Receiver {
     pub port: u16,
     state: Arc<Mutex<State>>,
+    /// Set once [`Answer::Held`] answers may go.
+    released: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Receiver {
@@ -66,6 +68,7 @@ impl Receiver {
                 otherwise: Some(otherwise),
                 received: Vec::new(),
             })),
+            released: Arc::new(tokio::sync::watch::Sender::new(false)),
         };
         let serving = receiver.clone();
         tokio::spawn(async move {
@@ -78,6 +81,11 @@ impl Receiver {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/hooks", self.port)
+    }
+
+    /// Lets every [`Answer::Held`] answer go, now and from now on.
+    pub fn release_held(&self) {
+        self.released.send_replace(true);
     }
 
     /// From now on, every request gets `answer`.
@@ -98,7 +106,7 @@ impl Receiver {
             .filter(|r| {
                 matches!(
                     r.answered,
-                    Answer::Status(200..=299) | Answer::After(_, 200..=299)
+                    Answer::Status(200..=299) | Answer::Held(200..=299)
                 )
             })
             .collect()
@@ -130,8 +138,9 @@ impl Receiver {
                 return;
             }
             Answer::Status(status) => format!("HTTP/1.1 {status} X\r\n"),
-            Answer::After(wait, status) => {
-                tokio::time::sleep(wait).await;
+            Answer::Held(status) => {
+                let mut released = self.released.subscribe();
+                let _ = released.wait_for(|released| *released).await;
                 format!("HTTP/1.1 {status} X\r\n")
             }
             Answer::RetryAfter(status, seconds) => {

@@ -109,7 +109,47 @@ pub(crate) async fn record_failing(
         .unwrap();
 }
 
-both_backends!(a_blocked_backlog_leaves_the_claim_and_comes_back_in_order);
+both_backends!(
+    a_blocked_backlog_leaves_the_claim_and_comes_back_in_order,
+    a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent,
+);
+
+/// A relay's record that committed but reported an error is tried again
+/// (`Relay::record`); if an operator replayed the delivered message in
+/// between, the second try must leave the replay pending, to be sent.
+async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let text = format!(
+        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
+        http_destination(
+            DESTINATION,
+            "http://127.0.0.1:9",
+            "ordered_by_account = true"
+        )
+    );
+    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
+    let store = crate::postgres::side_store(&app.database_url)
+        .await
+        .with_routes(hookledger::config::routes(&config.destinations));
+    post(&store, "a", 1).await;
+    let rows = claim(&store).await;
+    assert_eq!(names(&rows), ["a_1"]);
+    record(&store, &rows, &[], true).await;
+    let replay = Replay {
+        destination: DESTINATION.to_owned(),
+        state: "delivered".to_owned(),
+        since: None,
+        account_id: None,
+    };
+    assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 1);
+    // The same outcome recorded a second time, as the relay's retry does.
+    record(&store, &rows, &[], true).await;
+    let again = claim(&store).await;
+    assert_eq!(names(&again), ["a_1"], "the replay is still due");
+    assert_eq!(again[0].attempts, 1, "{again:?}");
+    record(&store, &again, &[], true).await;
+    assert!(claim(&store).await.is_empty());
+}
 
 async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Backend) {
     let app = TestApp::spawn(backend).await;

@@ -66,13 +66,16 @@ pub(super) const CLAIM_SQLITE: &str = due_rows!("");
 
 /// Acknowledged by the destination, a whole batch in one statement (the
 /// ids as an array on PostgreSQL, as a JSON array on SQLite). Whoever
-/// holds the lease now: the message was delivered.
+/// holds the lease now: the message was delivered. Not a row re-queued
+/// since (a replay sets `attempts` to 0, and every claim counts one): a
+/// record tried again after a commit that did happen but reported an error
+/// must not mark the replay delivered unsent.
 const DELIVERED_POSTGRES: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id = any($1) and state <> 'delivered'";
+where outbox_id = any($1) and state <> 'delivered' and attempts > 0";
 const DELIVERED_SQLITE: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id in (select value from json_each($1)) and state <> 'delivered'";
+where outbox_id in (select value from json_each($1)) and state <> 'delivered' and attempts > 0";
 
 /// Only the claim this relay made ($2, $3): a row whose lease passed and
 /// that another relay claimed since is that relay's to record.

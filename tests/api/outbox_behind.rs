@@ -109,6 +109,24 @@ pub(crate) async fn record_failing(
         .unwrap();
 }
 
+/// A store of `app`'s database that routes postings to the ordered
+/// [`DESTINATION`] (nothing listens at its URL: the tests claim and record
+/// by hand).
+async fn ordered_store(app: &TestApp) -> Store {
+    let text = format!(
+        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
+        http_destination(
+            DESTINATION,
+            "http://127.0.0.1:9",
+            "ordered_by_account = true"
+        )
+    );
+    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
+    crate::postgres::side_store(&app.database_url)
+        .await
+        .with_routes(hookledger::config::routes(&config.destinations))
+}
+
 both_backends!(
     a_blocked_backlog_leaves_the_claim_and_comes_back_in_order,
     a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent,
@@ -119,18 +137,7 @@ both_backends!(
 /// between, the second try must leave the replay pending, to be sent.
 async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let text = format!(
-        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
-        http_destination(
-            DESTINATION,
-            "http://127.0.0.1:9",
-            "ordered_by_account = true"
-        )
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let store = ordered_store(&app).await;
     post(&store, "a", 1).await;
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1"]);
@@ -153,18 +160,7 @@ async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backen
 
 async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let text = format!(
-        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
-        http_destination(
-            DESTINATION,
-            "http://127.0.0.1:9",
-            "ordered_by_account = true"
-        )
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let store = ordered_store(&app).await;
     for seq in 1..=4 {
         post(&store, "a", seq).await;
     }

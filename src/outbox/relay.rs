@@ -86,6 +86,9 @@ impl Relay {
             }
             wake.borrow_and_update();
             let now_ms = Utc::now().timestamp_millis();
+            // The rows are this relay's until then (taken before the claim,
+            // as `now_ms` is: never later than the rows' own lease).
+            let lease_ends = std::time::Instant::now() + lease;
             let claimed = self
                 .store
                 .claim_outbox(
@@ -118,11 +121,6 @@ impl Relay {
                 }
             };
             let full = rows.len() as i64 >= BATCH;
-            // The rows are this relay's until then (the claim's clock).
-            let leased_for = Duration::from_millis(
-                (now_ms + lease.as_millis() as i64 - Utc::now().timestamp_millis()).max(0) as u64,
-            );
-            let lease_ends = std::time::Instant::now() + leased_for;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
             match self.record(&outcomes, lease_ends, &mut stop).await {
@@ -198,8 +196,10 @@ impl Relay {
             );
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
-                // Stopping: one more try now, then no other.
-                _ = stop.changed() => {}
+                // Stopping: one more try now, then no other. A dropped
+                // sender is a stop too, and would wake this at once: no
+                // more tries.
+                changed = stop.changed() => if changed.is_err() { return Err(error) },
             }
             wait = (wait * 2).min(RECORD_RETRY_MAX);
         }

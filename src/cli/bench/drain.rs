@@ -16,7 +16,7 @@ const DRAIN_WAIT: Duration = Duration::from_secs(300);
 /// The relay process on its own (`--relay-later`): its pid, and the CPU
 /// it, this process (the sink) and PostgreSQL had used when it started.
 pub struct RelayAlone {
-    pub pid: u32,
+    pid: u32,
     relay: Option<Duration>,
     sink: Option<Duration>,
     database: Option<Duration>,

@@ -190,7 +190,6 @@ async fn bench(
         let planned = Arc::new(ledger.plan(&mut rng, profile, args.events, 0)?);
         let cpu = Cpu::read(server.pid(), postgres);
         let client = measure::process_cpu(std::process::id());
-        let machine = measure::MachineTicks::read();
         let (mut result, accepted) =
             drive::drive(&target, planned.clone(), args.connections, duration).await?;
         cpu.into(&mut result, server.pid(), postgres);
@@ -198,9 +197,6 @@ async fn bench(
             .zip(measure::process_cpu(std::process::id()))
             .map(|(before, after)| after.saturating_sub(before));
         result.server_rss_kb = measure::process_rss_kb(server.pid());
-        result.machine = machine
-            .zip(measure::MachineTicks::read())
-            .map(|(before, after)| after.since(before));
         accept(&mut ledger, &planned, &accepted);
         result.name = format!("http {name}");
         println!("{}", result.row());
@@ -239,7 +235,6 @@ async fn bench(
     for &(name, profile) in ceilings {
         let planned = ledger.plan(&mut rng, profile, args.events, since)?;
         let cpu = Cpu::read(std::process::id(), postgres);
-        let machine = measure::MachineTicks::read();
         let (mut result, accepted) = ceiling::run(
             &ingestor,
             source.clone(),
@@ -251,9 +246,7 @@ async fn bench(
         if let Some(database) = cpu.database_since() {
             result.database_cpu = Some(database);
         }
-        result.machine = machine
-            .zip(measure::MachineTicks::read())
-            .map(|(before, after)| after.since(before));
+        result.machine = cpu.machine_since();
         accept(&mut ledger, &planned, &accepted);
         result.name = format!("ceiling {name}");
         println!("{}", result.row());
@@ -324,6 +317,7 @@ fn accept(ledger: &mut Ledger, planned: &[Planned], accepted: &[usize]) {
 struct Cpu {
     process: Option<Duration>,
     database: Option<Duration>,
+    machine: Option<measure::MachineTicks>,
 }
 
 impl Cpu {
@@ -331,6 +325,7 @@ impl Cpu {
         Self {
             process: measure::process_cpu(pid),
             database: postgres.then(measure::postgres_cpu),
+            machine: measure::MachineTicks::read(),
         }
     }
 
@@ -341,6 +336,12 @@ impl Cpu {
         if postgres {
             result.database_cpu = self.database_since();
         }
+        result.machine = self.machine_since();
+    }
+
+    fn machine_since(&self) -> Option<measure::MachineShare> {
+        let now = measure::MachineTicks::read()?;
+        Some(now.since(self.machine?))
     }
 
     fn database_since(&self) -> Option<Duration> {

@@ -49,10 +49,17 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         "ceiling new",
         "ceiling duplicate",
     ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(phase)),
-            "no {phase} row:\n{stdout}"
-        );
+        let row = stdout.lines().find(|l| l.starts_with(phase));
+        let row = row.unwrap_or_else(|| panic!("no {phase} row:\n{stdout}"));
+        // Two words of name and fourteen columns, the last three the
+        // machine's CPU per request, idle % and steal %, read from
+        // /proc/stat (Linux, where this suite runs).
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields.len(), 16, "{row}");
+        let figure = |i: usize| -> f64 { fields[i].parse().unwrap_or_else(|_| panic!("{row}")) };
+        let (machine, idle, steal) = (figure(13), figure(14), figure(15));
+        assert!(machine >= 0.0 && idle >= 0.0 && steal >= 0.0, "{row}");
+        assert!(idle + steal <= 100.5, "{row}");
     }
     if let Backend::Postgres(_) = &backend {
         // The ceiling pgbench measured with the store's statements; their

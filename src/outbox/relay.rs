@@ -48,7 +48,7 @@ pub struct Relay {
     pub store: Store,
     pub destination: Destination,
     pub sender: Arc<dyn Deliver>,
-    /// Names this relay's leases.
+    /// Names this relay's leases; each claim's name adds its number.
     pub owner: String,
     /// When nothing woke it, how often it looks anyway.
     pub poll: Duration,
@@ -70,6 +70,7 @@ impl Relay {
         // No claim before the rows' `ordered` flags match this config once
         // (an ordered claim reads the flags: `Store::sync_ordered`).
         let mut synced = false;
+        let mut claims: u64 = 0;
         while !*stop.borrow() {
             if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
                 synced |= self.sync_ordered(synced).await;
@@ -89,12 +90,16 @@ impl Relay {
             // The rows are this relay's until then (taken before the claim,
             // as `now_ms` is: never later than the rows' own lease).
             let lease_ends = std::time::Instant::now() + lease;
+            // Its outcomes are recorded under this name alone, so a record
+            // never marks a row that was claimed again since.
+            claims += 1;
+            let claim = format!("{}/{claims}", self.owner);
             let claimed = self
                 .store
                 .claim_outbox(
                     &self.destination.name,
                     self.destination.ordered_by_account,
-                    &self.owner,
+                    &claim,
                     now_ms,
                     now_ms + lease.as_millis() as i64,
                     BATCH,
@@ -123,7 +128,7 @@ impl Relay {
             let full = rows.len() as i64 >= BATCH;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
-            match self.record(&outcomes, lease_ends, &mut stop).await {
+            match self.record(&claim, &outcomes, lease_ends, &mut stop).await {
                 Ok(recorded) => {
                     let name = &self.destination.name;
                     self.instruments.delivered(name, recorded.delivered);
@@ -150,8 +155,9 @@ impl Relay {
     /// busy or restarting) is tried again, backing off, until
     /// [`RECORD_RETRY_BEFORE_LEASE_ENDS`] before the claims' lease ends,
     /// and not once the relay is stopping: every statement of the record
-    /// names the claim or the delivered state, so a second try changes
-    /// nothing the first did, and a message the destination acknowledged
+    /// changes only rows still in this claim's lease, so a second try
+    /// changes nothing the first did (nor a row replayed or claimed again
+    /// since), and a message the destination acknowledged
     /// is not sent again only because its acknowledgement could not be
     /// written at once. Every try ends [`RECORD_ENDS_BEFORE_LEASE`] before
     /// the lease does (dropped, it rolls back), so no record races another
@@ -159,6 +165,7 @@ impl Relay {
     /// least once).
     async fn record(
         &self,
+        claim: &str,
         outcomes: &[(&OutboxRow, Attempted)],
         lease_ends: std::time::Instant,
         stop: &mut watch::Receiver<bool>,
@@ -169,7 +176,7 @@ impl Relay {
                 .saturating_duration_since(std::time::Instant::now())
                 .saturating_sub(RECORD_ENDS_BEFORE_LEASE);
             let recording = self.store.record_attempts(
-                &self.owner,
+                claim,
                 outcomes,
                 self.destination.ordered_by_account,
                 Utc::now(),
@@ -323,7 +330,6 @@ impl Relay {
         results: Vec<Option<Result<(), SendError>>>,
         rng: &mut SplitMix64,
     ) -> Vec<(&'r OutboxRow, Attempted)> {
-        let now_ms = Utc::now().timestamp_millis();
         let max_attempts = i64::from(self.destination.max_attempts);
         let mut failed = Vec::new();
         let outcomes = rows
@@ -334,7 +340,7 @@ impl Relay {
                     None => Attempted::Released,
                     Some(Ok(())) => Attempted::Delivered,
                     Some(Err(error)) => {
-                        let wait = backoff::delay(row.attempts, error.retry_after, rng);
+                        let retry_in = backoff::delay(row.attempts, error.retry_after, rng);
                         if row.attempts >= max_attempts {
                             tracing::warn!(
                                 destination = %self.destination.name,
@@ -347,7 +353,7 @@ impl Relay {
                         failed.push(error.reason.clone());
                         Attempted::Failed {
                             error: error.reason,
-                            next_attempt_ms: now_ms + wait.as_millis() as i64,
+                            retry_in,
                             max_attempts,
                         }
                     }

@@ -52,9 +52,14 @@ async fn held_message(app: &TestApp, account: &str) {
 
 /// What one ordered claim takes, as `account_seq` names.
 pub(crate) async fn claim(store: &Store) -> Vec<OutboxRow> {
+    claim_as(store, "relay").await
+}
+
+/// The same, for the claim named `name`.
+async fn claim_as(store: &Store, name: &str) -> Vec<OutboxRow> {
     let now = Utc::now().timestamp_millis();
     store
-        .claim_outbox(DESTINATION, true, "relay", now, now + 60_000, 64)
+        .claim_outbox(DESTINATION, true, name, now, now + 60_000, 64)
         .await
         .unwrap()
 }
@@ -78,6 +83,15 @@ pub(crate) async fn record(store: &Store, rows: &[OutboxRow], dead: &[&str], ord
     record_failing(store, rows, dead, 1, ordered).await
 }
 
+/// Records every row of the claim named `name` delivered; how many it
+/// marked.
+async fn record_as(store: &Store, name: &str, rows: &[OutboxRow]) -> u64 {
+    let outcomes: Vec<(&OutboxRow, Attempted)> =
+        rows.iter().map(|row| (row, Attempted::Delivered)).collect();
+    let recorded = store.record_attempts(name, &outcomes, true, Utc::now());
+    recorded.await.unwrap().delivered
+}
+
 /// The same, a failure dead after `max_attempts`, else retried in an hour.
 pub(crate) async fn record_failing(
     store: &Store,
@@ -94,7 +108,7 @@ pub(crate) async fn record_failing(
             let outcome = if failed.contains(&name.as_str()) {
                 Attempted::Failed {
                     error: "answered HTTP 500".into(),
-                    next_attempt_ms: Utc::now().timestamp_millis() + 3_600_000,
+                    retry_in: std::time::Duration::from_secs(3_600),
                     max_attempts,
                 }
             } else {
@@ -134,14 +148,16 @@ both_backends!(
 
 /// A relay's record that committed but reported an error is tried again
 /// (`Relay::record`); if an operator replayed the delivered message in
-/// between, the second try must leave the replay pending, to be sent.
+/// between, the second try must leave the replay to be sent, and a third,
+/// later still, must leave the replay's own claim alone while its resend
+/// is in flight.
 async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let store = ordered_store(&app).await;
     post(&store, "a", 1).await;
-    let rows = claim(&store).await;
-    assert_eq!(names(&rows), ["a_1"]);
-    record(&store, &rows, &[], true).await;
+    let first = claim_as(&store, "relay/1").await;
+    assert_eq!(names(&first), ["a_1"]);
+    assert_eq!(record_as(&store, "relay/1", &first).await, 1);
     let replay = Replay {
         destination: DESTINATION.to_owned(),
         state: "delivered".to_owned(),
@@ -150,11 +166,15 @@ async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backen
     };
     assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 1);
     // The same outcome recorded a second time, as the relay's retry does.
-    record(&store, &rows, &[], true).await;
-    let again = claim(&store).await;
+    assert_eq!(record_as(&store, "relay/1", &first).await, 0);
+    let again = claim_as(&store, "relay/2").await;
     assert_eq!(names(&again), ["a_1"], "the replay is still due");
     assert_eq!(again[0].attempts, 1, "{again:?}");
-    record(&store, &again, &[], true).await;
+    // The first claim's retry, once more, while the replay is in flight.
+    assert_eq!(record_as(&store, "relay/1", &first).await, 0);
+    let messages = store.outbox_messages(DESTINATION, 0, 10).await.unwrap();
+    assert_eq!(messages[0].state, "pending", "the resend is in flight");
+    assert_eq!(record_as(&store, "relay/2", &again).await, 1);
     assert!(claim(&store).await.is_empty());
 }
 
@@ -212,15 +232,19 @@ async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Bac
     }
     assert!(claim(&store).await.is_empty());
 
-    // c_1 fails with a long backoff: c_2 waits. Its delivery is then
-    // recorded as an unordered relay would (a clear missed): the next tidy
-    // clears c_2.
+    // c_1 fails with a long backoff: c_2 waits. Its retry, due early here,
+    // is then recorded delivered as an unordered relay would (a clear
+    // missed): the next tidy clears c_2.
     post(&store, "c", 1).await;
     post(&store, "c", 2).await;
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["c_1"]);
     record_failing(&store, &rows, &["c_1"], 25, true).await;
     assert_eq!(tidy(&store, true).await.flagged, 1);
+    let due = "update outbox set next_attempt_ms = 0 where event_id = 'c_1'";
+    app.execute_sql(due).await.unwrap();
+    let rows = claim(&store).await;
+    assert_eq!(names(&rows), ["c_1"]);
     record(&store, &rows, &[], false).await;
     assert!(claim(&store).await.is_empty(), "c_2 is still flagged");
     assert_eq!(

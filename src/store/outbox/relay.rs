@@ -3,7 +3,7 @@
 //!
 //! A claim is one statement that picks the rows and moves them into the
 //! claimer's lease together: `attempts` counts the attempt, `leased_by`
-//! names the claimer and `next_attempt_ms` moves past the send's deadline.
+//! names the claim (its relay, and which of that relay's claims) and `next_attempt_ms` moves past the send's deadline.
 //! Nothing else marks a row in flight, so a relay that dies mid-send leaves
 //! rows that any relay claims again once their lease has passed (the
 //! sweep), and a failure to record an outcome cannot make a row be sent
@@ -65,20 +65,24 @@ const CLAIM_POSTGRES: &str = due_rows!("\n    for update skip locked");
 pub(super) const CLAIM_SQLITE: &str = due_rows!("");
 
 /// Acknowledged by the destination, a whole batch in one statement (the
-/// ids as an array on PostgreSQL, as a JSON array on SQLite). Whoever
-/// holds the lease now: the message was delivered. Not a row re-queued
-/// since (a replay sets `attempts` to 0, and every claim counts one): a
-/// record tried again after a commit that did happen but reported an error
-/// must not mark the replay delivered unsent.
+/// ids as an array on PostgreSQL, as a JSON array on SQLite), for the rows
+/// still in this claim's lease (`$3` names the claim, and every claim is
+/// named apart). A relay records only while its lease lasts
+/// (`outbox::Relay::record`), so that is every row it sent. Not a row
+/// re-queued since (an operator's replay clears the lease) nor claimed
+/// again: a record tried again after a commit that did happen but reported
+/// an error must not mark a replay delivered unsent, nor one whose resend
+/// is in flight.
 const DELIVERED_POSTGRES: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id = any($1) and state <> 'delivered' and attempts > 0";
+where outbox_id = any($1) and leased_by = $3 and state = 'pending'";
 const DELIVERED_SQLITE: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id in (select value from json_each($1)) and state <> 'delivered' and attempts > 0";
+where outbox_id in (select value from json_each($1)) and leased_by = $3 and state = 'pending'";
 
 /// Only the claim this relay made ($2, $3): a row whose lease passed and
-/// that another relay claimed since is that relay's to record.
+/// that another relay claimed since is that relay's to record. (`$2` names
+/// the claim alone; the attempt is checked as well.)
 const FAILED: &str = "
 update outbox set leased_by = null, last_error = $4, next_attempt_ms = $5,
     state = case when attempts >= $6 then 'dead' else 'pending' end
@@ -129,11 +133,11 @@ pub struct Recorded {
 #[derive(Debug, Clone)]
 pub enum Attempted {
     Delivered,
-    /// Retried at `next_attempt_ms`, or dead once `attempts` reaches
-    /// `max_attempts`.
+    /// Retried `retry_in` after the outcome is recorded, or dead once
+    /// `attempts` reaches `max_attempts`.
     Failed {
         error: String,
-        next_attempt_ms: i64,
+        retry_in: std::time::Duration,
         max_attempts: i64,
     },
     /// Not sent (shutdown): due again at once.
@@ -151,13 +155,15 @@ pub struct Replay {
 }
 
 impl Store {
-    /// Claims up to `limit` due rows of `destination` for `owner`, leased
-    /// until `lease_until_ms`; in id order.
+    /// Claims up to `limit` due rows of `destination` for the claim named
+    /// `claim`, leased until `lease_until_ms`; in id order. The name is
+    /// what records the claim's outcomes ([`Store::record_attempts`]): a
+    /// relay gives each of its claims a name of its own.
     pub async fn claim_outbox(
         &self,
         destination: &str,
         ordered: bool,
-        owner: &str,
+        claim: &str,
         now_ms: i64,
         lease_until_ms: i64,
         limit: i64,
@@ -169,7 +175,7 @@ impl Store {
         };
         let mut rows: Vec<OutboxRow> = on_tx!(&mut tx, conn => sqlx::query_as(sql)
             .bind(destination)
-            .bind(owner)
+            .bind(claim)
             .bind(now_ms)
             .bind(lease_until_ms)
             .bind(ordered)
@@ -181,14 +187,14 @@ impl Store {
         Ok(rows)
     }
 
-    /// Records the outcome of each attempt of `owner`'s claims, in one
+    /// Records the outcome of each attempt of the claim named `claim`, in one
     /// transaction; what it changed (a row another relay recorded first,
     /// or took over after the lease passed, is not counted). For an
     /// `ordered` destination, the next posting of each delivered one's
     /// account is cleared to go (see `behind`).
     pub async fn record_attempts(
         &self,
-        owner: &str,
+        claim: &str,
         outcomes: &[(&OutboxRow, Attempted)],
         ordered: bool,
         now: DateTime<Utc>,
@@ -208,6 +214,7 @@ impl Store {
                     sqlx::query(DELIVERED_SQLITE)
                         .bind(ids)
                         .bind(now_ms)
+                        .bind(claim)
                         .execute(&mut **conn)
                         .await?
                         .rows_affected()
@@ -215,6 +222,7 @@ impl Store {
                 TxConn::Postgres(conn) => sqlx::query(DELIVERED_POSTGRES)
                     .bind(&delivered)
                     .bind(now_ms)
+                    .bind(claim)
                     .execute(&mut **conn)
                     .await?
                     .rows_affected(),
@@ -229,15 +237,18 @@ impl Store {
                 Attempted::Delivered => continue,
                 Attempted::Failed {
                     error,
-                    next_attempt_ms,
+                    retry_in,
                     max_attempts,
                 } => {
+                    // From this try's clock: a record tried again does not
+                    // shorten the wait.
+                    let retry_in = i64::try_from(retry_in.as_millis()).unwrap_or(i64::MAX);
                     sqlx::query(FAILED)
                         .bind(row.outbox_id)
-                        .bind(owner)
+                        .bind(claim)
                         .bind(row.attempts)
                         .bind(error.as_str())
-                        .bind(*next_attempt_ms)
+                        .bind(now_ms.saturating_add(retry_in))
                         .bind(*max_attempts)
                         .execute(conn)
                         .await
@@ -245,7 +256,7 @@ impl Store {
                 Attempted::Released => {
                     sqlx::query(RELEASE)
                         .bind(row.outbox_id)
-                        .bind(owner)
+                        .bind(claim)
                         .bind(row.attempts)
                         .bind(now_ms)
                         .execute(conn)

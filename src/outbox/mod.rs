@@ -50,6 +50,18 @@ impl Relays {
         grace: Duration,
         instruments: OutboxInstruments,
     ) -> Self {
+        Self::spawn_polling(store, destinations, grace, instruments, POLL)
+    }
+
+    /// The same, each relay looking every `poll` when nothing woke it
+    /// (the tests prove the wake with an hour's poll).
+    pub fn spawn_polling(
+        store: &Store,
+        destinations: &[Destination],
+        grace: Duration,
+        instruments: OutboxInstruments,
+        poll: Duration,
+    ) -> Self {
         let (stop, stopped) = watch::channel(false);
         let owner = owner_name();
         let tasks = destinations
@@ -60,7 +72,7 @@ impl Relays {
                     destination: destination.clone(),
                     sender: destinations::sender(destination).into(),
                     owner: owner.clone(),
-                    poll: POLL,
+                    poll,
                     grace,
                     tidy: relay::TIDY,
                     instruments: instruments.clone(),

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use hookledger::store::{OutboxEntry, Replay};
+use hookledger::store::{OutboxEntry, Replay, Store};
 
 use crate::helpers::*;
 
@@ -42,6 +42,22 @@ secret = "{FORWARD_SECRET}"
 {extra}
 "#
     )
+}
+
+/// A store of `app`'s database, of the test's own, that routes postings to
+/// `destinations` (config text) the app itself does not have: only relays
+/// the test starts on it send their messages. With the destinations, to
+/// start those relays with.
+pub async fn side_store_routing(
+    app: &TestApp,
+    destinations: &str,
+) -> (Store, Vec<hookledger::config::Destination>) {
+    let text = format!("[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{destinations}");
+    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
+    let store = crate::postgres::side_store(&app.database_url)
+        .await
+        .with_routes(hookledger::config::routes(&config.destinations));
+    (store, config.destinations)
 }
 
 /// A test app with `destinations` (config text) after its sources.

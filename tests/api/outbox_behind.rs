@@ -10,7 +10,7 @@ use chrono::Utc;
 use hookledger::store::{Attempted, OutboxRow, Replay, Store, Tidied};
 
 use crate::helpers::*;
-use crate::outbox::http_destination;
+use crate::outbox::{http_destination, side_store_routing};
 
 pub(crate) const DESTINATION: &str = "ordered";
 
@@ -127,18 +127,12 @@ pub(crate) async fn record_failing(
 /// [`DESTINATION`] (nothing listens at its URL: the tests claim and record
 /// by hand).
 async fn ordered_store(app: &TestApp) -> Store {
-    let text = format!(
-        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
-        http_destination(
-            DESTINATION,
-            "http://127.0.0.1:9",
-            "ordered_by_account = true"
-        )
+    let ordered = http_destination(
+        DESTINATION,
+        "http://127.0.0.1:9",
+        "ordered_by_account = true",
     );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations))
+    side_store_routing(app, &ordered).await.0
 }
 
 both_backends!(

@@ -9,7 +9,7 @@ use chrono::Utc;
 use hookledger::store::{IntentUpsert, NewLedgerEntry, Store};
 
 use crate::helpers::*;
-use crate::outbox::{app_with, drained, http_destination};
+use crate::outbox::{app_with, drained, http_destination, side_store_routing};
 use crate::receiver::{Answer, Receiver};
 use hookledger::outbox::Relays;
 
@@ -18,7 +18,7 @@ async fn app_sending_to(backend: Backend, receiver: &Receiver) -> TestApp {
 }
 
 /// A posting's intent and its message, written in `tx` but not committed.
-async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
+pub(crate) async fn posting(store: &Store, event_id: &str) -> hookledger::store::WriteTx {
     posting_of(store, event_id, "cus_1", None).await
 }
 
@@ -165,14 +165,8 @@ async fn a_pool_of_one_connection_still_serves_with_a_destination() {
 async fn an_expired_lease_is_taken_over(backend: Backend) {
     let receiver = Receiver::start(&[], Answer::Status(200)).await;
     let app = TestApp::spawn(backend).await;
-    let text = format!(
-        "[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{}",
-        http_destination("orphans", &receiver.url(), "")
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let orphans = http_destination("orphans", &receiver.url(), "");
+    let (store, destinations) = side_store_routing(&app, &orphans).await;
     posting(&store, "evt_orphan").await.commit().await.unwrap();
     let now = Utc::now().timestamp_millis();
     let claimed = store
@@ -182,7 +176,7 @@ async fn an_expired_lease_is_taken_over(backend: Backend) {
     assert_eq!(claimed.len(), 1);
     let relays = Relays::spawn(
         &store,
-        &config.destinations,
+        &destinations,
         Duration::from_secs(1),
         hookledger::telemetry::OutboxInstruments::default(),
     );

@@ -16,10 +16,12 @@ use super::target::event_href;
 use super::view::{duration, time};
 use crate::context::Context;
 use crate::http::ApiError;
-use crate::store::{OutboxEntry, OutboxStats, Store};
+use crate::store::{Blocking, OutboxEntry, OutboxStats, Store};
 
 /// Dead letters listed per destination.
 const DEAD_SHOWN: i64 = 20;
+/// Blocked accounts listed per ordered destination.
+const BLOCKED_SHOWN: i64 = 20;
 
 /// One destination, as the dashboard shows it.
 #[derive(Debug, Serialize)]
@@ -32,7 +34,47 @@ pub struct DestinationView {
     pub dead: i64,
     /// Ordered destinations only.
     pub blocked_accounts: Option<i64>,
+    /// The messages holding the first [`BLOCKED_SHOWN`] of them.
+    pub blocked: Vec<BlockedView>,
     pub dead_letters: Vec<MessageView>,
+}
+
+/// One blocked account of an ordered destination: the message that holds
+/// it back, and how many wait behind it.
+#[derive(Debug, Serialize)]
+pub struct BlockedView {
+    pub account_id: String,
+    pub currency: String,
+    pub account_seq: i64,
+    pub event_id: String,
+    pub event_href: String,
+    pub message_id: String,
+    /// `retrying` (on its backoff) or `dead`.
+    pub state: &'static str,
+    pub attempts: i64,
+    pub last_error: String,
+    pub waiting: i64,
+}
+
+impl BlockedView {
+    fn new(row: Blocking) -> Self {
+        Self {
+            event_href: event_href(&row.source, &row.event_id),
+            state: if row.state == "dead" {
+                "dead"
+            } else {
+                "retrying"
+            },
+            account_id: row.account_id,
+            currency: row.currency,
+            account_seq: row.account_seq,
+            event_id: row.event_id,
+            message_id: row.message_id,
+            attempts: row.attempts,
+            last_error: row.last_error,
+            waiting: row.waiting,
+        }
+    }
 }
 
 /// One message row.
@@ -98,9 +140,12 @@ pub async fn destinations(
             dead,
             ..
         } = store.outbox_stats(name, now).await?;
-        let blocked_accounts = match route.ordered {
-            true => Some(store.blocked_accounts(name).await?),
-            false => None,
+        let (blocked_accounts, blocked) = match route.ordered {
+            true => (
+                Some(store.blocked_accounts(name).await?),
+                store.blocking_messages(name, BLOCKED_SHOWN).await?,
+            ),
+            false => (None, Vec::new()),
         };
         views.push(DestinationView {
             name: name.clone(),
@@ -112,6 +157,7 @@ pub async fn destinations(
             delivered_last_hour,
             dead,
             blocked_accounts,
+            blocked: blocked.into_iter().map(BlockedView::new).collect(),
             dead_letters: store
                 .dead_letters(name, DEAD_SHOWN)
                 .await?

@@ -1,7 +1,8 @@
 //! The outbox on the admin: a dead letter is shown with its last error, its
-//! account counted as blocked, the event page says where its messages went,
-//! and "Send again" re-queues it (audited, same id), after which it is
-//! delivered.
+//! account counted and named as blocked, the event page says where its
+//! messages went, and "Send again" re-queues it (audited, same id), after
+//! which it is delivered; an account held back by a message still retried
+//! is named too, with how many wait behind it.
 
 use std::time::Duration;
 
@@ -40,6 +41,24 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     assert_eq!(
         (&billing["dead"], &billing["blocked_accounts"]),
         (&serde_json::json!(1), &serde_json::json!(1))
+    );
+    let blocked = &billing["blocked"][0];
+    assert_eq!(
+        (
+            &blocked["account_id"],
+            &blocked["state"],
+            &blocked["waiting"]
+        ),
+        (
+            &serde_json::json!("cus_1"),
+            &serde_json::json!("dead"),
+            &serde_json::json!(0)
+        ),
+        "{billing}"
+    );
+    assert!(
+        dashboard.contains("Blocked accounts: billing"),
+        "{dashboard}"
     );
     let message_id = billing["dead_letters"][0]["message_id"]
         .as_str()
@@ -120,4 +139,61 @@ async fn a_dead_letter_is_shown_and_sent_again_from_the_page(backend: Backend) {
     );
 }
 
-both_backends!(a_dead_letter_is_shown_and_sent_again_from_the_page);
+/// A message that keeps failing, not dead yet (retried on its backoff),
+/// holds its account back: the dashboard and the API name the account,
+/// the message and the postings waiting behind it.
+async fn a_retried_message_holding_its_account_is_named(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(500)).await;
+    let destination = http_destination("billing", &receiver.url(), "ordered_by_account = true");
+    let app = app_with(backend, &destination).await;
+    for (event_id, amount) in [("evt_1", 100), ("evt_2", 200), ("evt_3", 300)] {
+        app.send_ok(&credit(event_id, "cus_1", amount)).await;
+    }
+    let started = std::time::Instant::now();
+    while receiver.received().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "never sent");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its first failure recorded.
+    let started = std::time::Instant::now();
+    let api = loop {
+        let api = app.admin_get("/admin/api/outbox").await;
+        let api: serde_json::Value = json_with_status(api, StatusCode::OK).await;
+        if api["destinations"][0]["blocked_accounts"] == 1 {
+            break api;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{api}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let blocked = &api["destinations"][0]["blocked"];
+    assert_eq!(blocked.as_array().map(Vec::len), Some(1), "{blocked}");
+    let held = &blocked[0];
+    assert_eq!(
+        (&held["account_id"], &held["event_id"], &held["state"]),
+        (
+            &serde_json::json!("cus_1"),
+            &serde_json::json!("evt_1"),
+            &serde_json::json!("retrying")
+        ),
+        "{held}"
+    );
+    assert_eq!(held["account_seq"], 1, "{held}");
+    assert_eq!(held["waiting"], 2, "evt_2 and evt_3 wait: {held}");
+    assert!(
+        held["last_error"].as_str().unwrap().contains("500"),
+        "{held}"
+    );
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        dashboard.contains("Blocked accounts: billing"),
+        "{dashboard}"
+    );
+    assert!(dashboard.contains(">#1 evt_1</a>"), "{dashboard}");
+    assert!(!dashboard.contains("Dead letters: billing"), "{dashboard}");
+}
+
+both_backends!(
+    a_dead_letter_is_shown_and_sent_again_from_the_page,
+    a_retried_message_holding_its_account_is_named,
+);

@@ -30,6 +30,50 @@ select count(*) from (
     where destination = $1 and state = 'dead' and account_seq is not null
         and last_error is not null) blocked";
 
+/// The message holding each blocked account (and currency), the first
+/// failed one by `account_seq`, with how many postings wait behind it;
+/// the oldest first. The same rows as [`BLOCKED`] counts.
+pub(super) const BLOCKING: &str = "
+select h.outbox_id, h.message_id, h.source, h.event_id, h.account_id, h.currency,
+    h.account_seq, h.state, h.attempts, h.last_error,
+    (select count(*) from outbox w
+     where w.destination = $1 and w.state = 'pending' and w.account_id = h.account_id
+         and w.currency = h.currency and w.account_seq > h.account_seq) as waiting
+from (
+    select f.*, row_number() over (
+        partition by f.account_id, f.currency order by f.account_seq) as nth
+    from (
+        select outbox_id, message_id, source, event_id, account_id, currency, account_seq,
+            state, attempts, last_error from outbox
+        where destination = $1 and state = 'pending' and account_seq is not null
+            and last_error is not null
+        union all
+        select outbox_id, message_id, source, event_id, account_id, currency, account_seq,
+            state, attempts, last_error from outbox
+        where destination = $1 and state = 'dead' and account_seq is not null
+            and last_error is not null) f) h
+where h.nth = 1
+order by h.outbox_id
+limit $2";
+
+/// A message holding its account back on an ordered destination.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Blocking {
+    pub outbox_id: i64,
+    pub message_id: String,
+    pub source: String,
+    pub event_id: String,
+    pub account_id: String,
+    pub currency: String,
+    pub account_seq: i64,
+    /// `pending` (retried on its backoff) or `dead`.
+    pub state: String,
+    pub attempts: i64,
+    pub last_error: String,
+    /// Postings of its account and currency that wait behind it.
+    pub waiting: i64,
+}
+
 /// Found by the intent, through the outbox's unique key (`outbox_key`).
 const MESSAGES_OF_EVENT: &str = "
 select o.outbox_id, o.destination, o.message_id, o.message_type, o.source, o.event_id,
@@ -69,6 +113,19 @@ impl Store {
             .fetch_one(pool)
             .await)?;
         Ok(count)
+    }
+
+    /// Up to `limit` messages that hold their account back, oldest first.
+    pub async fn blocking_messages(
+        &self,
+        destination: &str,
+        limit: i64,
+    ) -> Result<Vec<Blocking>, StoreError> {
+        Ok(on_pool!(self, pool => sqlx::query_as(BLOCKING)
+            .bind(destination)
+            .bind(limit)
+            .fetch_all(pool)
+            .await)?)
     }
 
     /// Every message the event `(source, event_id)` wrote, to every

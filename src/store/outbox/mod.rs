@@ -24,6 +24,7 @@ use tokio::sync::watch;
 use super::Store;
 use crate::domain::{MessageType, Routes};
 
+pub use admin::Blocking;
 pub use behind::Tidied;
 pub use relay::{Attempted, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};

@@ -7,7 +7,7 @@
 
 use sqlx::sqlite::SqlitePoolOptions;
 
-use super::admin::BLOCKED;
+use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
 use super::relay::{CLAIM_SQLITE, REPLAY_DEAD, REPLAY_DELIVERED};
@@ -69,7 +69,7 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         .run(&pool)
         .await
         .unwrap();
-    let cases: [(&str, &str, &[&str]); 8] = [
+    let cases: [(&str, &str, &[&str]); 9] = [
         (
             "the ordered claim",
             CLAIM_SQLITE,
@@ -104,6 +104,11 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         (
             "the blocked accounts",
             BLOCKED,
+            &["outbox_pending", "outbox_dead"],
+        ),
+        (
+            "the messages blocking them",
+            BLOCKING,
             &["outbox_pending", "outbox_dead"],
         ),
     ];

@@ -133,6 +133,13 @@ impl Relay {
                     let name = &self.destination.name;
                     self.instruments.delivered(name, recorded.delivered);
                     self.instruments.dead(name, recorded.dead);
+                    let now = Utc::now();
+                    for (row, outcome) in &outcomes {
+                        if matches!(outcome, Attempted::Delivered) {
+                            let lag = (now - row.posted_at).as_seconds_f64();
+                            self.instruments.acknowledged_after(name, lag);
+                        }
+                    }
                     if !full {
                         tokio::time::sleep(LINGER).await;
                     }

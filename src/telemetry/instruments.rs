@@ -22,12 +22,24 @@ const SEND_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
+/// Seconds, 50 ms to 3 days: from a posting to its message's recorded
+/// acknowledgement, at once or after the retries of a destination that was
+/// down (the default attempts span about three days).
+const LAG_BUCKETS: [f64; 16] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0,
+    259200.0,
+];
+
 fn request_histogram() -> Histogram {
     Histogram::new(REQUEST_BUCKETS)
 }
 
 fn send_histogram() -> Histogram {
     Histogram::new(SEND_BUCKETS)
+}
+
+fn lag_histogram() -> Histogram {
+    Histogram::new(LAG_BUCKETS)
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +78,7 @@ pub struct OutboxInstruments {
     pub(super) delivered: Family<Labels, Counter>,
     pub(super) dead: Family<Labels, Counter>,
     pub(super) send: Histograms,
+    pub(super) lag: Histograms,
 }
 
 impl Default for OutboxInstruments {
@@ -74,6 +87,7 @@ impl Default for OutboxInstruments {
             delivered: Family::default(),
             dead: Family::default(),
             send: Family::new_with_constructor(send_histogram),
+            lag: Family::new_with_constructor(lag_histogram),
         }
     }
 }
@@ -86,6 +100,14 @@ impl OutboxInstruments {
     /// One send's time to its answer, acknowledged or not.
     pub fn sent(&self, name: &str, seconds: f64) {
         self.send.get_or_create(&destination(name)).observe(seconds);
+    }
+
+    /// A message's time from its posting to its acknowledgement, once that
+    /// is recorded.
+    pub fn acknowledged_after(&self, name: &str, seconds: f64) {
+        self.lag
+            .get_or_create(&destination(name))
+            .observe(seconds.max(0.0));
     }
 
     /// Recorded as delivered (after the acknowledgement was stored).

@@ -224,6 +224,11 @@ fn outbox(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
         "One send's time to the destination's answer, acknowledged or not",
         relays.send,
     );
+    registry.register(
+        "hookledger_outbox_delivery_lag_seconds",
+        "A message's time from its posting to its acknowledgement being recorded, retries included",
+        relays.lag,
+    );
 }
 
 fn pool(registry: &mut Registry, usage: PoolUsage) {

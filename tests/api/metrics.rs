@@ -225,6 +225,14 @@ async fn the_outbox_is_counted_per_destination(backend: Backend) {
         of("hookledger_outbox_delivery_duration_seconds_count", "crm"),
         2.0
     );
+    // From posting to acknowledgement: the delivered ones only.
+    assert_eq!(
+        of("hookledger_outbox_delivery_lag_seconds_count", "billing"),
+        2.0
+    );
+    assert!(
+        !samples.contains_key(r#"hookledger_outbox_delivery_lag_seconds_count{destination="crm"}"#)
+    );
     assert!(!samples.contains_key(r#"hookledger_outbox_delivered_total{destination="crm"}"#));
 }
 

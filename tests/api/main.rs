@@ -75,6 +75,7 @@ mod outbox_key;
 mod outbox_nats;
 mod outbox_ordered;
 mod outbox_postgres;
+mod outbox_replay_cli;
 mod outbox_retention;
 mod outbox_shutdown;
 mod outbox_wake;

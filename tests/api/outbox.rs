@@ -126,7 +126,8 @@ pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<
     }
 }
 
-async fn a_posting_reaches_a_second_instance_once(backend: Backend) {
+/// Instance B: its `upstream` source receives A's messages.
+async fn downstream_instance(backend: &Backend) -> TestApp {
     let b = TestApp::spawn_with(
         backend.clone(),
         Options {
@@ -137,6 +138,11 @@ async fn a_posting_reaches_a_second_instance_once(backend: Backend) {
     .await;
     // B checks A's fresh signature timestamps against its own clock.
     b.clock.set(Utc::now());
+    b
+}
+
+async fn a_posting_reaches_a_second_instance_once(backend: Backend) {
+    let b = downstream_instance(&backend).await;
     let destination = http_destination(
         "downstream",
         &b.url("/webhooks/upstream"),
@@ -197,15 +203,7 @@ async fn a_posting_reaches_a_second_instance_once(backend: Backend) {
 /// consumer still holding only the old secret verifies it, so the two
 /// sides need not switch at the same moment.
 async fn a_consumer_with_only_the_older_secret_verifies_during_rotation(backend: Backend) {
-    let b = TestApp::spawn_with(
-        backend.clone(),
-        Options {
-            extra_sources: &upstream_source(),
-            ..Options::default()
-        },
-    )
-    .await;
-    b.clock.set(Utc::now());
+    let b = downstream_instance(&backend).await;
     let destination = format!(
         r#"
 [[destinations]]

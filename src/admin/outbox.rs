@@ -49,7 +49,8 @@ pub struct BlockedView {
     pub event_id: String,
     pub event_href: String,
     pub message_id: String,
-    /// `retrying` (on its backoff) or `dead`.
+    /// `retrying` (on its backoff), `re-queued` (replayed, due: not tried
+    /// since) or `dead`.
     pub state: &'static str,
     pub attempts: i64,
     pub last_error: String,
@@ -60,13 +61,13 @@ impl BlockedView {
     fn new(row: Blocking) -> Self {
         Self {
             event_href: event_href(&row.source, &row.event_id),
-            state: if row.state == "dead" {
-                "dead"
-            } else {
-                "retrying"
+            state: match (row.state.as_str(), row.attempts) {
+                ("dead", _) => "dead",
+                (_, 0) => "re-queued",
+                _ => "retrying",
             },
-            account_id: row.account_id,
-            currency: row.currency,
+            account_id: row.account_id.unwrap_or_default(),
+            currency: row.currency.unwrap_or_default(),
             account_seq: row.account_seq,
             event_id: row.event_id,
             message_id: row.message_id,
@@ -230,4 +231,39 @@ pub async fn replay(
 pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
     let views = destinations(&context.store, Utc::now()).await?;
     Ok(Json(json!({ "destinations": views })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holding(state: &str, attempts: i64) -> Blocking {
+        Blocking {
+            outbox_id: 1,
+            message_id: "msg_1".into(),
+            source: "demo".into(),
+            event_id: "evt_1".into(),
+            account_id: Some("cus_1".into()),
+            currency: None,
+            account_seq: 3,
+            state: state.into(),
+            attempts,
+            last_error: "answered HTTP 500".into(),
+            waiting: 2,
+        }
+    }
+
+    #[test]
+    fn a_blocking_message_says_whether_it_is_retried_re_queued_or_dead() {
+        let states: Vec<_> = [("pending", 4), ("pending", 0), ("dead", 25), ("dead", 0)]
+            .into_iter()
+            .map(|(state, attempts)| BlockedView::new(holding(state, attempts)).state)
+            .collect();
+        assert_eq!(states, ["retrying", "re-queued", "dead", "dead"]);
+        let view = BlockedView::new(holding("pending", 1));
+        assert_eq!(
+            (view.account_id.as_str(), view.currency.as_str()),
+            ("cus_1", "")
+        );
+    }
 }

@@ -133,9 +133,11 @@ impl Relay {
                     let name = &self.destination.name;
                     self.instruments.delivered(name, recorded.delivered);
                     self.instruments.dead(name, recorded.dead);
+                    // The rows this record marked: not one another relay
+                    // or an earlier try recorded.
                     let now = Utc::now();
-                    for (row, outcome) in &outcomes {
-                        if matches!(outcome, Attempted::Delivered) {
+                    for row in &rows {
+                        if recorded.delivered_ids.contains(&row.outbox_id) {
                             let lag = (now - row.posted_at).as_seconds_f64();
                             self.instruments.acknowledged_after(name, lag);
                         }

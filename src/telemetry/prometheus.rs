@@ -226,7 +226,7 @@ fn outbox(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
     );
     registry.register(
         "hookledger_outbox_delivery_lag_seconds",
-        "A message's time from its posting to its acknowledgement being recorded, retries included",
+        "A delivered message's time from its posting to its acknowledgement being recorded, retries included; a replayed message's from its posting too",
         relays.lag,
     );
 }

@@ -63,10 +63,12 @@ pub struct Blocking {
     pub message_id: String,
     pub source: String,
     pub event_id: String,
-    pub account_id: String,
-    pub currency: String,
+    /// Always set on a posting's message (the insert binds them); not
+    /// required by the schema.
+    pub account_id: Option<String>,
+    pub currency: Option<String>,
     pub account_seq: i64,
-    /// `pending` (retried on its backoff) or `dead`.
+    /// `pending` (retried on its backoff, or re-queued) or `dead`.
     pub state: String,
     pub attempts: i64,
     pub last_error: String,

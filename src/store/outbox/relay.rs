@@ -3,7 +3,8 @@
 //!
 //! A claim is one statement that picks the rows and moves them into the
 //! claimer's lease together: `attempts` counts the attempt, `leased_by`
-//! names the claim (its relay, and which of that relay's claims) and `next_attempt_ms` moves past the send's deadline.
+//! names the claim (its relay, and which of that relay's claims) and
+//! `next_attempt_ms` moves past the send's deadline.
 //! Nothing else marks a row in flight, so a relay that dies mid-send leaves
 //! rows that any relay claims again once their lease has passed (the
 //! sweep), and a failure to record an outcome cannot make a row be sent
@@ -68,17 +69,21 @@ pub(super) const CLAIM_SQLITE: &str = due_rows!("");
 /// ids as an array on PostgreSQL, as a JSON array on SQLite), for the rows
 /// still in this claim's lease (`$3` names the claim, and every claim is
 /// named apart). A relay records only while its lease lasts
-/// (`outbox::Relay::record`), so that is every row it sent. Not a row
+/// (`outbox::Relay::record`), so that is every row it sent, as long as the
+/// hosts' clocks agree within that margin (2 s): a lease is judged by the
+/// claiming host's clock. Not a row
 /// re-queued since (an operator's replay clears the lease) nor claimed
 /// again: a record tried again after a commit that did happen but reported
 /// an error must not mark a replay delivered unsent, nor one whose resend
 /// is in flight.
 const DELIVERED_POSTGRES: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id = any($1) and leased_by = $3 and state = 'pending'";
+where outbox_id = any($1) and leased_by = $3 and state = 'pending'
+returning outbox_id";
 const DELIVERED_SQLITE: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
-where outbox_id in (select value from json_each($1)) and leased_by = $3 and state = 'pending'";
+where outbox_id in (select value from json_each($1)) and leased_by = $3 and state = 'pending'
+returning outbox_id";
 
 /// Only the claim this relay made ($2, $3): a row whose lease passed and
 /// that another relay claimed since is that relay's to record. (`$2` names
@@ -121,10 +126,12 @@ delete from outbox where outbox_id in (
     order by outbox_id limit $2)";
 
 /// What [`Store::record_attempts`] changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recorded {
     /// Rows marked delivered by this call.
     pub delivered: u64,
+    /// Their ids.
+    pub delivered_ids: Vec<i64>,
     /// Rows this call made dead letters.
     pub dead: u64,
 }
@@ -208,28 +215,29 @@ impl Store {
             .map(|(row, _)| row.outbox_id)
             .collect();
         if !delivered.is_empty() {
-            let done = match &mut tx.conn {
+            let marked: Vec<(i64,)> = match &mut tx.conn {
                 TxConn::Sqlite(conn, _) => {
                     let ids = serde_json::to_string(&delivered).expect("integers serialise");
-                    sqlx::query(DELIVERED_SQLITE)
+                    sqlx::query_as(DELIVERED_SQLITE)
                         .bind(ids)
                         .bind(now_ms)
                         .bind(claim)
-                        .execute(&mut **conn)
+                        .fetch_all(&mut **conn)
                         .await?
-                        .rows_affected()
                 }
-                TxConn::Postgres(conn) => sqlx::query(DELIVERED_POSTGRES)
-                    .bind(&delivered)
-                    .bind(now_ms)
-                    .bind(claim)
-                    .execute(&mut **conn)
-                    .await?
-                    .rows_affected(),
+                TxConn::Postgres(conn) => {
+                    sqlx::query_as(DELIVERED_POSTGRES)
+                        .bind(&delivered)
+                        .bind(now_ms)
+                        .bind(claim)
+                        .fetch_all(&mut **conn)
+                        .await?
+                }
             };
-            recorded.delivered = done;
-            if ordered {
-                super::behind::clear_next(&mut tx.conn, &delivered).await?;
+            recorded.delivered_ids = marked.into_iter().map(|(id,)| id).collect();
+            recorded.delivered = recorded.delivered_ids.len() as u64;
+            if ordered && !recorded.delivered_ids.is_empty() {
+                super::behind::clear_next(&mut tx.conn, &recorded.delivered_ids).await?;
             }
         }
         for (row, outcome) in outcomes {
@@ -273,8 +281,8 @@ impl Store {
             }
         }
         tx.commit().await?;
-        if ordered && !delivered.is_empty() {
-            self.clear_next_after_commit(&delivered).await;
+        if ordered && !recorded.delivered_ids.is_empty() {
+            self.clear_next_after_commit(&recorded.delivered_ids).await;
         }
         Ok(recorded)
     }

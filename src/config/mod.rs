@@ -20,16 +20,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use admins::{AdminToken, MAIN_ADMIN};
-pub use destinations::{Destination, Target, describe_destination, routes, stream_subject};
+pub use destinations::{
+    Destination, OneOrMany, describe_destination, kind_settings, plain_url, routes,
+};
 pub use env::{Env, process_env};
 pub use error::ConfigError;
 use error::{Problems, in_range, without_strings};
 pub use generated::random_bytes;
 pub use limits::Limits;
 pub use scopes::scope_warnings;
-pub use secrets::generate_admin_token;
 use secrets::{generate, placeholder_warnings};
-use secrets::{origin_of, resolve_secret, resolve_token};
+pub use secrets::{generate_admin_token, resolve_secret};
+use secrets::{origin_of, resolve_token};
 use sources::build_sources;
 
 use crate::secret::Secret;

@@ -117,7 +117,7 @@ pub(super) fn resolve_token(value: &str, env: Env<'_>, key: &str) -> Result<Secr
     Ok(token)
 }
 
-pub(super) fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
+pub fn resolve_secret(value: &str, env: Env<'_>, key: &str) -> Result<Secret, ConfigError> {
     match value.strip_prefix("env:") {
         Some(var) => match env(var) {
             Some(v) if !v.is_empty() => Ok(Secret::new(v)),

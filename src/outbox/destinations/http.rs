@@ -3,14 +3,87 @@
 //! falls inside the consumer's tolerance; `webhook-id` is the message id.
 //! Success is any 2xx; anything else (a redirect included) is a failure.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use serde::Deserialize;
 
-use super::{Deliver, Outgoing, SendError, Sending};
+use super::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use crate::config::{ConfigError, Env, OneOrMany, kind_settings, plain_url, resolve_secret};
 use crate::providers::{KindSettings, Unsigned, provider_for};
-use crate::secret::KeyBytes;
+use crate::secret::{KeyBytes, Secret};
+
+/// The keys of `kind = "http"`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    url: Option<String>,
+    /// One secret, or several while one is rotated.
+    secret: Option<OneOrMany>,
+}
+
+/// Where an `http` destination posts, and the keys that sign; every key
+/// signs (the first configured secret's signature first).
+#[derive(Debug)]
+struct HttpKind {
+    url: String,
+    keys: Vec<KeyBytes>,
+}
+
+/// Reads and checks an `http` destination's keys.
+pub fn parse(
+    settings: toml::Table,
+    env: Env<'_>,
+    key: &str,
+) -> Result<Arc<dyn DestinationKind>, ConfigError> {
+    let Settings { url, secret } = kind_settings(settings, key)?;
+    let url = url.ok_or_else(|| ConfigError::new(format!("{key}.url"), "is required"))?;
+    let url = plain_url(&url, &["https", "http"], key)?;
+    let written = secret.map(OneOrMany::into_vec).unwrap_or_default();
+    if written.is_empty() {
+        return Err(ConfigError::new(
+            format!("{key}.secret"),
+            "is required: the Standard Webhooks secret the receiver verifies with",
+        ));
+    }
+    let provider = provider_for("standard-webhooks").expect("a registered kind");
+    let mut keys = Vec::new();
+    for (i, value) in written.iter().enumerate() {
+        let at = format!("{key}.secret[{i}]");
+        let secret: Secret = resolve_secret(value, env, &at)?;
+        let mut decoded = provider
+            .keys_from_secret(&secret)
+            .map_err(|e| ConfigError::new(&at, e))?;
+        // hookledger signs with it: a short key is a guessable one.
+        if decoded.iter().any(|key| key.expose().len() < 16) {
+            return Err(ConfigError::new(
+                &at,
+                "must decode to at least 16 bytes (for example whsec_ followed by \
+                 `openssl rand -base64 32`)",
+            ));
+        }
+        keys.append(&mut decoded);
+    }
+    Ok(Arc::new(HttpKind { url, keys }))
+}
+
+impl DestinationKind for HttpKind {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn describe(&self) -> String {
+        // The query may carry a token: never shown.
+        let shown = self.url.split(['?', '#']).next().unwrap_or_default();
+        format!("http POST {shown} ({} signing key(s))", self.keys.len())
+    }
+
+    fn sender(&self, timeout: Duration) -> Box<dyn Deliver> {
+        Box::new(Http::new(&self.url, &self.keys, timeout))
+    }
+}
 
 pub struct Http {
     /// Parsed once: a request given a string parses it again every time.

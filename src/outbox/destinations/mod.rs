@@ -1,15 +1,48 @@
-//! One file per destination kind, behind [`Deliver`]: a destination gets a
-//! rendered message and says whether the other side acknowledged it. It
-//! never touches the database; the relay never builds a request.
+//! One file per destination kind, and one line for it in [`KINDS`]: the
+//! file reads and checks the kind's own config keys ([`DestinationKind`])
+//! and sends ([`Deliver`]): a destination gets a rendered message and says
+//! whether the other side acknowledged it. It never touches the database;
+//! the relay never builds a request.
 
 mod http;
 mod nats;
 
+use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Destination, Target};
+use crate::config::{ConfigError, Destination, Env};
+
+/// Reads a kind's own keys of one `[[destinations]]` table (named `key` in
+/// errors), `env` for `env:` secrets.
+pub type Parse = fn(toml::Table, Env<'_>, &str) -> Result<Arc<dyn DestinationKind>, ConfigError>;
+
+/// Every kind, by its `kind = "..."` name.
+static KINDS: &[(&str, Parse)] = &[("http", http::parse), ("nats", nats::parse)];
+
+pub fn parser_for(kind: &str) -> Option<Parse> {
+    KINDS
+        .iter()
+        .find(|(name, _)| *name == kind)
+        .map(|(_, parse)| *parse)
+}
+
+pub fn known_kinds() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|(name, _)| *name)
+}
+
+/// A configured destination's kind: its checked settings. `Debug` and
+/// [`DestinationKind::describe`] never show a secret.
+pub trait DestinationKind: Debug + Send + Sync {
+    /// Its `kind = "..."` name.
+    fn name(&self) -> &'static str;
+    /// Where it sends, for people (`check-config`).
+    fn describe(&self) -> String;
+    /// A sender; every attempt is bounded by `timeout`.
+    fn sender(&self, timeout: Duration) -> Box<dyn Deliver>;
+}
 
 /// A message ready to go.
 #[derive(Debug, Clone)]
@@ -53,12 +86,5 @@ pub trait Deliver: Send + Sync {
 
 /// The sender for a configured destination.
 pub fn sender(destination: &Destination) -> Box<dyn Deliver> {
-    match &destination.target {
-        Target::Http { url, keys } => Box::new(http::Http::new(url, keys, destination.timeout)),
-        Target::Nats {
-            url,
-            subject,
-            stream,
-        } => Box::new(nats::Nats::new(url, subject, stream, destination.timeout)),
-    }
+    destination.target.sender(destination.timeout)
 }

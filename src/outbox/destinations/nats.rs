@@ -6,13 +6,129 @@
 //! window. The connection is made on first use and made again after a
 //! failure.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
+use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::{Deliver, Outgoing, SendError, Sending};
-use crate::config::stream_subject;
+use super::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use crate::config::{ConfigError, Env, kind_settings, plain_url};
+
+/// The keys of `kind = "nats"`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    url: Option<String>,
+    subject: Option<String>,
+    stream: Option<String>,
+}
+
+/// Where a `nats` destination publishes.
+#[derive(Debug)]
+struct NatsKind {
+    url: String,
+    subject: String,
+    stream: String,
+}
+
+/// Reads and checks a `nats` destination's keys.
+pub fn parse(
+    settings: toml::Table,
+    _env: Env<'_>,
+    key: &str,
+) -> Result<Arc<dyn DestinationKind>, ConfigError> {
+    let Settings {
+        url,
+        subject,
+        stream,
+    } = kind_settings(settings, key)?;
+    let url = url.ok_or_else(|| ConfigError::new(format!("{key}.url"), "is required"))?;
+    let url = plain_url(&url, &["nats", "tls"], key)?;
+    let subject = subject.unwrap_or_else(|| "hookledger.{type}".to_owned());
+    check_subject(&subject).map_err(|e| ConfigError::new(format!("{key}.subject"), e))?;
+    let stream = stream.unwrap_or_else(|| "HOOKLEDGER".to_owned());
+    if stream.is_empty()
+        || stream.len() > 64
+        || !stream
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(ConfigError::new(
+            format!("{key}.stream"),
+            "must be 1-64 letters, digits, '_' or '-'",
+        ));
+    }
+    Ok(Arc::new(NatsKind {
+        url,
+        subject,
+        stream,
+    }))
+}
+
+impl DestinationKind for NatsKind {
+    fn name(&self) -> &'static str {
+        "nats"
+    }
+
+    fn describe(&self) -> String {
+        let NatsKind {
+            url,
+            subject,
+            stream,
+        } = self;
+        format!("nats {url}, subject {subject}, stream {stream}")
+    }
+
+    fn sender(&self, timeout: Duration) -> Box<dyn Deliver> {
+        Box::new(Nats::new(&self.url, &self.subject, &self.stream, timeout))
+    }
+}
+
+const PLACEHOLDERS: [&str; 3] = ["{type}", "{source}", "{currency}"];
+
+/// A subject template: dot-separated tokens, the first one literal (the
+/// stream listens on `<literal tokens>.>`), placeholders only whole-token.
+fn check_subject(subject: &str) -> Result<(), String> {
+    let tokens: Vec<&str> = subject.split('.').collect();
+    if tokens.iter().any(|t| t.is_empty()) {
+        return Err("has an empty token (two dots, or a dot at an end)".into());
+    }
+    if tokens[0].contains('{') {
+        return Err("must start with a literal token, like hookledger.{type}".into());
+    }
+    for token in &tokens {
+        if token.contains('{') || token.contains('}') {
+            if !PLACEHOLDERS.contains(token) {
+                return Err(format!(
+                    "{token:?}: a placeholder must be a whole token, one of {}",
+                    PLACEHOLDERS.join(", ")
+                ));
+            }
+        } else if token
+            .chars()
+            .any(|c| c == '*' || c == '>' || c.is_whitespace() || c.is_control())
+        {
+            return Err(format!("{token:?} must not contain wildcards or spaces"));
+        }
+    }
+    Ok(())
+}
+
+/// The subjects a stream must listen on for `subject`: its literal tokens
+/// up to the first placeholder, then `>`.
+fn stream_subject(subject: &str) -> String {
+    let literal: Vec<&str> = subject
+        .split('.')
+        .take_while(|t| !t.contains('{'))
+        .collect();
+    if literal.len() == subject.split('.').count() {
+        subject.to_owned()
+    } else {
+        format!("{}.>", literal.join("."))
+    }
+}
 
 /// The window in which JetStream drops a message whose id it has stored:
 /// a re-send soon after a lost acknowledgement is dropped by the server; a
@@ -114,5 +230,23 @@ impl Deliver for Nats {
             *self.context.lock().await = None;
             Err(error)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subject_template_is_checked_and_gives_its_stream_subject() {
+        assert_eq!(check_subject("hookledger.{type}"), Ok(()));
+        assert_eq!(stream_subject("hookledger.{type}"), "hookledger.>");
+        assert_eq!(stream_subject("pay.{source}.{type}"), "pay.>");
+        assert_eq!(stream_subject("pay.all"), "pay.all");
+        assert!(check_subject("{type}.x").is_err());
+        assert!(check_subject("a.{kind}").is_err());
+        assert!(check_subject("a.b{type}").is_err());
+        assert!(check_subject("a.*").is_err());
+        assert!(check_subject("a..b").is_err());
     }
 }

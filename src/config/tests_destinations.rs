@@ -20,7 +20,7 @@ fn both_kinds_parse_with_their_defaults() {
 [[destinations]]
 name = "billing"
 kind = "http"
-url = "https://billing.internal/hooks"
+url = "https://billing.internal/hooks?token=t0ps3cret"
 secret = ["env:BILLING_SECRET", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"]
 events = ["ledger.posted"]
 ordered_by_account = true
@@ -42,7 +42,8 @@ url = "nats://127.0.0.1:4222"
     assert!(
         line.starts_with("http POST https://billing.internal/hooks (2 signing key(s))")
             && !line.contains("whsec_")
-            && !format!("{billing:?}").contains(&SECRET[6..]),
+            && !format!("{billing:?}").contains(&SECRET[6..])
+            && !format!("{billing:?}{line}").contains("t0ps3cret"),
         "{line}"
     );
     let bus = &parsed[1];

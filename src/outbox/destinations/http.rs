@@ -26,10 +26,16 @@ struct Settings {
 
 /// Where an `http` destination posts, and the keys that sign; every key
 /// signs (the first configured secret's signature first).
-#[derive(Debug)]
 struct HttpKind {
     url: String,
     keys: Vec<KeyBytes>,
+}
+
+/// Neither the keys nor the URL's query (it may carry a token).
+impl std::fmt::Debug for HttpKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
 }
 
 /// Reads and checks an `http` destination's keys.

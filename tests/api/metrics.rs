@@ -217,6 +217,8 @@ async fn the_outbox_is_counted_per_destination(backend: Backend) {
     assert_eq!(of("hookledger_outbox_dead_letters", "crm"), 2.0);
     assert_eq!(of("hookledger_outbox_dead_letters", "billing"), 0.0);
     assert_eq!(of("hookledger_outbox_pending", "billing"), 0.0);
+    assert_eq!(of("hookledger_outbox_delivered_last_hour", "billing"), 2.0);
+    assert_eq!(of("hookledger_outbox_delivered_last_hour", "crm"), 0.0);
     assert_eq!(
         of("hookledger_outbox_oldest_pending_seconds", "billing"),
         0.0

@@ -165,7 +165,23 @@ async fn a_retried_message_holding_its_account_is_named(backend: Backend) {
         assert!(started.elapsed() < Duration::from_secs(10), "{api}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let blocked = &api["destinations"][0]["blocked"];
+    let billing = &api["destinations"][0];
+    assert_eq!(
+        (
+            &billing["pending"],
+            &billing["delivered_last_hour"],
+            &billing["dead"]
+        ),
+        (
+            &serde_json::json!(3),
+            &serde_json::json!(0),
+            &serde_json::json!(0)
+        ),
+        "{billing}"
+    );
+    // (An age from the test's clock, which the postings were written by.)
+    assert_ne!(billing["oldest_pending"], "", "{billing}");
+    let blocked = &billing["blocked"];
     assert_eq!(blocked.as_array().map(Vec::len), Some(1), "{blocked}");
     let held = &blocked[0];
     assert_eq!(

@@ -1,13 +1,13 @@
 //! `[[destinations]]`: where the outbox sends (README "Telling your other
-//! systems"). Validated here, so a relay never meets a destination it cannot
-//! use.
+//! systems"). The keys every kind has are validated here, each kind's own
+//! by its file in `outbox::destinations`, all at start-up: a relay never
+//! meets a destination it cannot use.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-
-use std::sync::Arc;
 
 use super::error::{Problems, in_range, without_strings};
 use super::{ConfigError, Env};
@@ -51,7 +51,7 @@ pub fn kind_settings<T: serde::de::DeserializeOwned>(
     settings: toml::Table,
     key: &str,
 ) -> Result<T, ConfigError> {
-    T::deserialize(settings).map_err(|e| ConfigError::new(key, without_strings(&e.to_string())))
+    T::deserialize(settings).map_err(|e| ConfigError::new(key, without_strings(e.message().trim())))
 }
 
 /// A validated destination.

@@ -1,5 +1,7 @@
-//! Environment overrides: every scalar in the config file can be set by an
-//! environment variable, so a container needs no file at all.
+//! Environment overrides: every scalar in the config file outside
+//! `[[destinations]]` can be set by an environment variable, so a container
+//! needs no file at all (a destination's secret is read from one with
+//! `env:NAME`).
 //!
 //! Top level and sections: `HOOKLEDGER_<KEY>` and `HOOKLEDGER_<SECTION>_<KEY>`
 //! (`HOOKLEDGER_DATABASE_URL`, `HOOKLEDGER_ADMIN_TOKEN`, ...). Sources:

@@ -103,6 +103,14 @@ fn every_problem_names_its_key() {
             "a string or a list of strings",
         ),
         (
+            "kind = \"nats\"\nurl = \"nats://h:4222\"\nstream = 5",
+            "destinations[d]: invalid type: integer `5`, expected a string",
+        ),
+        (
+            "kind = \"http\"\nurl = \"https://x.test/\"\nsecret = \"env:BILLING_SECRET\"\nsubject = \"a.b\"",
+            "destinations[d]: unknown field `subject`",
+        ),
+        (
             "kind = \"http\"\nurl = \"https://u:p@x.test/\"\nsecret = \"env:BILLING_SECRET\"",
             "credentials",
         ),

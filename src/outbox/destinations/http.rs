@@ -108,7 +108,9 @@ impl Http {
                 .redirect(reqwest::redirect::Policy::none())
         });
         if let Err(error) = &client {
-            tracing::error!(url, "outbox: {error}");
+            // Not the query, which may carry a token.
+            let shown = url.split(['?', '#']).next().unwrap_or_default();
+            tracing::error!(url = shown, "outbox: {error}");
         }
         Self {
             url: reqwest::Url::parse(url).map_err(|e| format!("the destination's url: {e}")),

@@ -1,4 +1,4 @@
-//! One file per destination kind, and one line for it in [`KINDS`]: the
+//! One file per destination kind, and one line for it in `KINDS`: the
 //! file reads and checks the kind's own config keys ([`DestinationKind`])
 //! and sends ([`Deliver`]): a destination gets a rendered message and says
 //! whether the other side acknowledged it. It never touches the database;
@@ -19,7 +19,10 @@ use crate::config::{ConfigError, Destination, Env};
 /// errors), `env` for `env:` secrets.
 pub type Parse = fn(toml::Table, Env<'_>, &str) -> Result<Arc<dyn DestinationKind>, ConfigError>;
 
-/// Every kind, by its `kind = "..."` name.
+/// Every kind, by its `kind = "..."` name. A kind's settings refuse keys
+/// they do not know (`#[serde(deny_unknown_fields)]`): the keys every
+/// destination has are read first, so a mistyped one reaches the kind
+/// (a test holds every kind to it).
 static KINDS: &[(&str, Parse)] = &[("http", http::parse), ("nats", nats::parse)];
 
 pub fn parser_for(kind: &str) -> Option<Parse> {
@@ -77,7 +80,7 @@ impl SendError {
 
 pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<(), SendError>> + Send + 'a>>;
 
-/// A destination kind.
+/// A destination's sender.
 pub trait Deliver: Send + Sync {
     /// Sends one message; `Ok` only once the destination acknowledged it.
     /// The relay bounds every call by the destination's `timeout_secs`.
@@ -87,4 +90,27 @@ pub trait Deliver: Send + Sync {
 /// The sender for a configured destination.
 pub fn sender(destination: &Destination) -> Box<dyn Deliver> {
     destination.target.sender(destination.timeout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mistyped common key (`ordered_by_acount`) reaches the kind's own
+    /// settings: each kind must refuse it, or it would be dropped silently.
+    #[test]
+    fn every_kind_refuses_a_key_it_does_not_know() {
+        for name in known_kinds() {
+            let mut settings = toml::Table::new();
+            settings.insert("ordered_by_acount".into(), toml::Value::Boolean(true));
+            let parse = parser_for(name).unwrap();
+            let error = parse(settings, &|_| None, "destinations[d]").unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains("unknown field `ordered_by_acount`"),
+                "{name}: {error}"
+            );
+        }
+    }
 }

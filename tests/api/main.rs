@@ -72,6 +72,7 @@ mod outbox_behind_race;
 mod outbox_chaos;
 mod outbox_faults;
 mod outbox_key;
+mod outbox_limits;
 mod outbox_nats;
 mod outbox_ordered;
 mod outbox_postgres;

@@ -249,4 +249,25 @@ mod tests {
         assert!(check_subject("a.*").is_err());
         assert!(check_subject("a..b").is_err());
     }
+
+    #[test]
+    fn every_placeholder_is_filled_from_the_message() {
+        let nats = Nats::new(
+            "nats://127.0.0.1:4222",
+            "pay.{source}.{type}.{currency}",
+            "HOOKLEDGER",
+            Duration::from_secs(1),
+        );
+        let mut message = Outgoing {
+            id: "msg_1",
+            message_type: "ledger.posted",
+            source: "stripe",
+            currency: Some("EUR"),
+            body: b"{}",
+        };
+        assert_eq!(nats.subject_for(&message), "pay.stripe.ledger.posted.EUR");
+        message.message_type = "event.held";
+        message.currency = None;
+        assert_eq!(nats.subject_for(&message), "pay.stripe.event.held.none");
+    }
 }

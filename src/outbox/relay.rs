@@ -131,7 +131,7 @@ impl Relay {
             match self.record(&claim, &outcomes, lease_ends, &mut stop).await {
                 Ok(recorded) => {
                     let name = &self.destination.name;
-                    self.instruments.delivered(name, recorded.delivered);
+                    self.instruments.delivered(name, recorded.delivered());
                     self.instruments.dead(name, recorded.dead);
                     // The rows this record marked: not one another relay
                     // or an earlier try recorded.

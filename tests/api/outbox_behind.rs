@@ -89,7 +89,7 @@ async fn record_as(store: &Store, name: &str, rows: &[OutboxRow]) -> u64 {
     let outcomes: Vec<(&OutboxRow, Attempted)> =
         rows.iter().map(|row| (row, Attempted::Delivered)).collect();
     let recorded = store.record_attempts(name, &outcomes, true, Utc::now());
-    recorded.await.unwrap().delivered
+    recorded.await.unwrap().delivered()
 }
 
 /// The same, a failure dead after `max_attempts`, else retried in an hour.

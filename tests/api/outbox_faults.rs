@@ -115,7 +115,7 @@ async fn an_acknowledgement_the_database_refused_at_first_is_recorded_later(back
 }
 
 /// Polls the one message of `flaky` until `ready` holds.
-async fn wait_for(
+pub(crate) async fn wait_for(
     app: &TestApp,
     ready: impl Fn(&hookledger::store::OutboxEntry) -> bool,
 ) -> hookledger::store::OutboxEntry {

@@ -11,28 +11,16 @@ use hookledger::telemetry::OutboxInstruments;
 
 use crate::helpers::*;
 use crate::outbox::{app_with, http_destination, selected, side_store_routing};
+use crate::outbox_faults::wait_for;
 use crate::outbox_postgres::posting;
 use crate::receiver::{Answer, Receiver};
-
-/// `flaky`'s message once it has been tried `attempts` times.
-async fn tried(app: &TestApp, attempts: i64) -> hookledger::store::OutboxEntry {
-    let started = std::time::Instant::now();
-    loop {
-        let messages = app.store().outbox_messages("flaky", 0, 10).await.unwrap();
-        if let Some(message) = messages.into_iter().find(|m| m.attempts >= attempts) {
-            return message;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "never tried");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// DNS failure: retried with backoff, the reason kept.
 async fn a_host_that_does_not_resolve_is_retried(backend: Backend) {
     let destination = http_destination("flaky", "http://hookledger-test.invalid/hooks", "");
     let app = app_with(backend, &destination).await;
     app.send_ok(&credit("evt_1", "cus_1", 100)).await;
-    let message = tried(&app, 2).await;
+    let message = wait_for(&app, |m| m.attempts >= 2).await;
     assert_eq!(message.state, "pending");
     let error = message.last_error.unwrap_or_default();
     assert!(error.starts_with("could not connect"), "{error}");
@@ -45,18 +33,8 @@ async fn a_retry_after_sets_the_next_attempt(backend: Backend) {
     let destination = http_destination("flaky", &receiver.url(), "");
     let app = app_with(backend, &destination).await;
     app.send_ok(&credit("evt_1", "cus_1", 100)).await;
-    let message = tried(&app, 1).await;
     // Recorded: the failure's reason is there once its row is.
-    let started = std::time::Instant::now();
-    let mut message = message;
-    while message.last_error.is_none() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "never recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        message = tried(&app, 1).await;
-    }
+    wait_for(&app, |m| m.last_error.is_some()).await;
     let due: Vec<(i64,)> = selected(
         &app,
         "select next_attempt_ms from outbox where destination = 'flaky'",
@@ -87,11 +65,7 @@ async fn a_destination_that_never_answers_holds_at_most_one_claim(backend: Backe
     }
     let grace = Duration::from_millis(100);
     let relays = Relays::spawn(&store, &destinations, grace, OutboxInstruments::default());
-    let started = std::time::Instant::now();
-    while receiver.received().len() < 64 {
-        assert!(started.elapsed() < Duration::from_secs(10), "not sent");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    receiver.wait_for_requests(64).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(receiver.received().len(), 64, "sends beyond one claim");
     relays.stop().await;

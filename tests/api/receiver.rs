@@ -95,6 +95,19 @@ impl Receiver {
         state.otherwise = Some(answer);
     }
 
+    /// Waits until at least `count` requests arrived; panics after 10 s.
+    pub async fn wait_for_requests(&self, count: usize) {
+        let started = std::time::Instant::now();
+        while self.received().len() < count {
+            let got = self.received().len();
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{got} of {count} requests arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub fn received(&self) -> Vec<Received> {
         self.state.lock().unwrap().received.clone()
     }

@@ -75,14 +75,19 @@ pub fn parse(
     Ok(Arc::new(HttpKind { url, keys }))
 }
 
+/// A URL as logs and pages show it: without its query or fragment, which
+/// may carry a token.
+fn shown_url(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or_default()
+}
+
 impl DestinationKind for HttpKind {
     fn name(&self) -> &'static str {
         "http"
     }
 
     fn describe(&self) -> String {
-        // The query may carry a token: never shown.
-        let shown = self.url.split(['?', '#']).next().unwrap_or_default();
+        let shown = shown_url(&self.url);
         format!("http POST {shown} ({} signing key(s))", self.keys.len())
     }
 
@@ -108,9 +113,7 @@ impl Http {
                 .redirect(reqwest::redirect::Policy::none())
         });
         if let Err(error) = &client {
-            // Not the query, which may carry a token.
-            let shown = url.split(['?', '#']).next().unwrap_or_default();
-            tracing::error!(url = shown, "outbox: {error}");
+            tracing::error!(url = shown_url(url), "outbox: {error}");
         }
         Self {
             url: reqwest::Url::parse(url).map_err(|e| format!("the destination's url: {e}")),

@@ -149,12 +149,17 @@ delete from outbox where outbox_id in (
 /// What [`Store::record_attempts`] changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recorded {
-    /// Rows marked delivered by this call.
-    pub delivered: u64,
-    /// Their ids.
+    /// The rows marked delivered by this call.
     pub delivered_ids: Vec<i64>,
     /// Rows this call made dead letters.
     pub dead: u64,
+}
+
+impl Recorded {
+    /// How many rows this call marked delivered.
+    pub fn delivered(&self) -> u64 {
+        self.delivered_ids.len() as u64
+    }
 }
 
 /// How one claimed row's attempt ended.
@@ -256,7 +261,6 @@ impl Store {
                 }
             };
             recorded.delivered_ids = marked.into_iter().map(|(id,)| id).collect();
-            recorded.delivered = recorded.delivered_ids.len() as u64;
             if ordered && !recorded.delivered_ids.is_empty() {
                 super::behind::clear_next(&mut tx.conn, &recorded.delivered_ids).await?;
             }

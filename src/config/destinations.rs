@@ -46,12 +46,29 @@ impl OneOrMany {
 }
 
 /// A kind's own keys, read from `settings` into `T` (which denies unknown
-/// keys); an error names the destination and never quotes a value.
+/// keys); an error names the destination and never quotes a value. No
+/// kind takes a date, and serde would read an unquoted one
+/// (`stream = 2026-11-27`) as a string: it is refused here.
 pub fn kind_settings<T: serde::de::DeserializeOwned>(
     settings: toml::Table,
     key: &str,
 ) -> Result<T, ConfigError> {
+    if let Some((name, _)) = settings.iter().find(|(_, v)| holds_a_date(v)) {
+        return Err(ConfigError::new(
+            format!("{key}.{name}"),
+            "is a date: quote it if it is meant as text",
+        ));
+    }
     T::deserialize(settings).map_err(|e| ConfigError::new(key, without_strings(e.message().trim())))
+}
+
+fn holds_a_date(value: &toml::Value) -> bool {
+    match value {
+        toml::Value::Datetime(_) => true,
+        toml::Value::Array(items) => items.iter().any(holds_a_date),
+        toml::Value::Table(table) => table.values().any(holds_a_date),
+        _ => false,
+    }
 }
 
 /// A validated destination.
@@ -68,12 +85,6 @@ pub struct Destination {
     pub timeout: Duration,
     /// Where and how: the kind's own settings.
     pub target: Arc<dyn DestinationKind>,
-}
-
-impl Destination {
-    pub fn kind(&self) -> &'static str {
-        self.target.name()
-    }
 }
 
 /// One line for people (`check-config`, the banner): never a secret.

@@ -82,10 +82,6 @@ fn shown_url(url: &str) -> &str {
 }
 
 impl DestinationKind for HttpKind {
-    fn name(&self) -> &'static str {
-        "http"
-    }
-
     fn describe(&self) -> String {
         let shown = shown_url(&self.url);
         format!("http POST {shown} ({} signing key(s))", self.keys.len())

@@ -39,8 +39,6 @@ pub fn known_kinds() -> impl Iterator<Item = &'static str> {
 /// A configured destination's kind: its checked settings. `Debug` and
 /// [`DestinationKind::describe`] never show a secret.
 pub trait DestinationKind: Debug + Send + Sync {
-    /// Its `kind = "..."` name.
-    fn name(&self) -> &'static str;
     /// Where it sends, for people (`check-config`).
     fn describe(&self) -> String;
     /// A sender; every attempt is bounded by `timeout`.

@@ -68,10 +68,6 @@ pub fn parse(
 }
 
 impl DestinationKind for NatsKind {
-    fn name(&self) -> &'static str {
-        "nats"
-    }
-
     fn describe(&self) -> String {
         let NatsKind {
             url,

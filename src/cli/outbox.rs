@@ -90,7 +90,7 @@ pub async fn replay(config: Config, args: ReplayArgs) -> Result<(), CliError> {
         account_id: args.account,
     };
     let count = store
-        .replay_outbox(&replay, Utc::now())
+        .replay_outbox(&replay)
         .await
         .map_err(CliError::Check)?;
     println!(

@@ -14,12 +14,15 @@ mod backoff;
 pub mod destinations;
 mod message;
 mod relay;
+mod row_clock;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::Destination;
 use crate::store::Store;
 use crate::telemetry::OutboxInstruments;
@@ -31,6 +34,27 @@ const POLL: Duration = Duration::from_secs(1);
 /// At most this long for sends in flight to finish at shutdown (less if
 /// `shutdown_timeout_secs` is less); the rest hand their leases back.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What the relays' time is made of: as built, a one-second poll and the
+/// system's clock. The tests prove the wake with an hour's poll, and the
+/// database's clock with a host clock that runs ahead.
+#[derive(Clone)]
+pub struct Timing {
+    /// How often a relay looks when nothing woke it.
+    pub poll: Duration,
+    /// This host's clock. On PostgreSQL the rows' leases and due times
+    /// are judged by the database's clock instead (`row_clock`).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Self {
+            poll: POLL,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
 
 /// The running relays of this process.
 pub struct Relays {
@@ -50,18 +74,18 @@ impl Relays {
         grace: Duration,
         instruments: OutboxInstruments,
     ) -> Self {
-        Self::spawn_polling(store, destinations, grace, instruments, POLL)
+        Self::spawn_with(store, destinations, grace, instruments, Timing::default())
     }
 
-    /// The same, each relay looking every `poll` when nothing woke it
-    /// (the tests prove the wake with an hour's poll).
-    pub fn spawn_polling(
+    /// The same, on the given [`Timing`] (the tests' own).
+    pub fn spawn_with(
         store: &Store,
         destinations: &[Destination],
         grace: Duration,
         instruments: OutboxInstruments,
-        poll: Duration,
+        timing: Timing,
     ) -> Self {
+        let Timing { poll, clock } = timing;
         let (stop, stopped) = watch::channel(false);
         let owner = owner_name();
         let tasks = destinations
@@ -76,6 +100,7 @@ impl Relays {
                     grace,
                     tidy: relay::TIDY,
                     instruments: instruments.clone(),
+                    clock: clock.clone(),
                 };
                 tokio::spawn(relay.run(store.outbox().subscribe(), stopped.clone()))
             })

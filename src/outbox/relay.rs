@@ -6,13 +6,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::backoff;
 use super::destinations::{Deliver, Outgoing, SendError};
 use super::message;
+use super::row_clock::RowClock;
+use crate::clock::Clock;
 use crate::config::Destination;
 use crate::rng::SplitMix64;
 use crate::store::{Attempted, OutboxRow, Recorded, Store, StoreError};
@@ -59,6 +61,8 @@ pub struct Relay {
     /// cleared when it is ordered, every flag cleared when it is not.
     pub tidy: Duration,
     pub instruments: OutboxInstruments,
+    /// This host's clock: the rows' times on SQLite, a message's lag.
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Relay {
@@ -71,10 +75,12 @@ impl Relay {
         // (an ordered claim reads the flags: `Store::sync_ordered`).
         let mut synced = false;
         let mut claims: u64 = 0;
+        let mut rows_clock = RowClock::new(self.clock.clone());
         while !*stop.borrow() {
+            rows_clock.refresh(&self.store).await;
             if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
                 synced |= self.sync_ordered(synced).await;
-                self.tidy().await;
+                self.tidy(rows_clock.now_ms()).await;
                 tidied = Some(std::time::Instant::now());
             }
             if !synced {
@@ -86,7 +92,7 @@ impl Relay {
                 continue;
             }
             wake.borrow_and_update();
-            let now_ms = Utc::now().timestamp_millis();
+            let now_ms = rows_clock.now_ms();
             // The rows are this relay's until then (taken before the claim,
             // as `now_ms` is: never later than the rows' own lease).
             let lease_ends = std::time::Instant::now() + lease;
@@ -128,14 +134,15 @@ impl Relay {
             let full = rows.len() as i64 >= BATCH;
             let results = self.send(&rows, &mut stop).await;
             let outcomes = self.outcomes(&rows, results, &mut rng);
-            match self.record(&claim, &outcomes, lease_ends, &mut stop).await {
+            let recording = self.record(&claim, &outcomes, lease_ends, &rows_clock, &mut stop);
+            match recording.await {
                 Ok(recorded) => {
                     let name = &self.destination.name;
                     self.instruments.delivered(name, recorded.delivered());
                     self.instruments.dead(name, recorded.dead);
                     // The rows this record marked: not one another relay
                     // or an earlier try recorded.
-                    let now = Utc::now();
+                    let now = self.clock.now();
                     for row in &rows {
                         if recorded.delivered_ids.contains(&row.outbox_id) {
                             let lag = (now - row.posted_at).as_seconds_f64();
@@ -177,6 +184,7 @@ impl Relay {
         claim: &str,
         outcomes: &[(&OutboxRow, Attempted)],
         lease_ends: std::time::Instant,
+        rows_clock: &RowClock,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Recorded, StoreError> {
         let mut wait = RECORD_RETRY_FIRST;
@@ -188,7 +196,7 @@ impl Relay {
                 claim,
                 outcomes,
                 self.destination.ordered_by_account,
-                Utc::now(),
+                DateTime::from_timestamp_millis(rows_clock.now_ms()).unwrap_or_else(Utc::now),
             );
             let error = match tokio::time::timeout(limit, recording).await {
                 Ok(Ok(recorded)) => return Ok(recorded),
@@ -254,10 +262,10 @@ impl Relay {
     /// Flags the rows waiting behind a stuck message of their account (an
     /// ordered destination), or clears every flag (one that is not); a
     /// failure only leaves the claim as slow as before.
-    async fn tidy(&self) {
+    async fn tidy(&self, now_ms: i64) {
         let name = &self.destination.name;
         let ordered = self.destination.ordered_by_account;
-        let next_ms = Utc::now().timestamp_millis() + self.tidy.as_millis() as i64;
+        let next_ms = now_ms + self.tidy.as_millis() as i64;
         match self.store.tidy_outbox(name, ordered, next_ms).await {
             Ok(tidied) if tidied.cleared > 0 => tracing::info!(
                 destination = %name,

@@ -70,6 +70,7 @@ mod outbox_admin;
 mod outbox_behind;
 mod outbox_behind_race;
 mod outbox_chaos;
+mod outbox_clock;
 mod outbox_faults;
 mod outbox_key;
 mod outbox_limits;

@@ -158,7 +158,7 @@ async fn a_record_tried_again_after_a_replay_leaves_the_replay_to_be_sent(backen
         since: None,
         account_id: None,
     };
-    assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 1);
+    assert_eq!(store.replay_outbox(&replay).await.unwrap(), 1);
     // The same outcome recorded a second time, as the relay's retry does.
     assert_eq!(record_as(&store, "relay/1", &first).await, 0);
     let again = claim_as(&store, "relay/2").await;
@@ -213,7 +213,7 @@ async fn a_blocked_backlog_leaves_the_claim_and_comes_back_in_order(backend: Bac
         since: None,
         account_id: None,
     };
-    assert_eq!(store.replay_outbox(&replay, Utc::now()).await.unwrap(), 2);
+    assert_eq!(store.replay_outbox(&replay).await.unwrap(), 2);
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1", "a_held"]);
     // The held message dies again: still undelivered, it must not stand in

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
-use chrono::Utc;
 use hookledger::store::Replay;
 
 use crate::helpers::*;
@@ -96,13 +95,7 @@ stream = "{stream}"
         since: None,
         account_id: None,
     };
-    assert_eq!(
-        app.store()
-            .replay_outbox(&replay, Utc::now())
-            .await
-            .unwrap(),
-        7
-    );
+    assert_eq!(app.store().replay_outbox(&replay).await.unwrap(), 7);
     drained(&app, "bus", Duration::from_secs(30)).await;
     assert_eq!(found.info().await.unwrap().state.messages, 7);
     context.delete_stream(&stream).await.unwrap();

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hookledger::outbox::Relays;
+use hookledger::outbox::{Relays, Timing};
 use hookledger::telemetry::OutboxInstruments;
 
 use crate::helpers::*;
@@ -14,7 +14,13 @@ use crate::outbox::{http_destination, side_store_routing};
 use crate::outbox_postgres::posting;
 use crate::receiver::{Answer, Receiver};
 
-const HOUR: Duration = Duration::from_secs(3600);
+/// Relays that look only once an hour when nothing wakes them.
+fn hourly() -> Timing {
+    Timing {
+        poll: Duration::from_secs(3600),
+        ..Timing::default()
+    }
+}
 
 /// Waits until `receiver` acknowledged `count` messages; panics after
 /// 10 s, far inside the relays' poll.
@@ -39,7 +45,7 @@ async fn a_commit_wakes_the_relays_of_its_process(backend: Backend) {
     let (store, destinations) = side_store_routing(&app, &woken).await;
     let instruments = OutboxInstruments::default();
     let grace = Duration::from_secs(5);
-    let relays = Relays::spawn_polling(&store, &destinations, grace, instruments, HOUR);
+    let relays = Relays::spawn_with(&store, &destinations, grace, instruments, hourly());
     for (n, event_id) in ["evt_1", "evt_2"].into_iter().enumerate() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         posting(&store, event_id).await.commit().await.unwrap();
@@ -66,7 +72,13 @@ async fn a_commit_in_another_instance_wakes_the_relays() {
     let (writing, _) = side_store_routing(&app, &woken).await;
     let grace = Duration::from_secs(5);
     let instruments = OutboxInstruments::default();
-    let relays = Relays::spawn_polling(&relaying, &destinations, grace, instruments.clone(), HOUR);
+    let relays = Relays::spawn_with(
+        &relaying,
+        &destinations,
+        grace,
+        instruments.clone(),
+        hourly(),
+    );
     let notifier = Relays::spawn(&writing, &[], grace, instruments);
     for (n, event_id) in ["evt_1", "evt_2"].into_iter().enumerate() {
         // Time for the listener to listen, and then for the relay to wait.

@@ -87,11 +87,12 @@ order by o.outbox_id";
 
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 /// Found by its row; its destination and id must match too, so a form
-/// from before a purge never re-queues another message. `$5`: as in the
-/// replay of many (`replay!` in relay.rs).
+/// from before a purge never re-queues another message. `$4`: as in the
+/// replay of many (`replay!` in relay.rs). Due at once (`next_attempt_ms`
+/// 0), as a new row is, whatever this host's clock says.
 const REPLAY_ONE: &str = "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = $4, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $5)
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4)
 where outbox_id = $1 and destination = $2 and message_id = $3
     and state in ('dead', 'delivered')
 returning source, event_id";
@@ -159,7 +160,6 @@ impl Store {
             .bind(outbox_id)
             .bind(destination)
             .bind(message_id)
-            .bind(now.timestamp_millis())
             .bind(self.outbox().routes().is_ordered(destination))
             .fetch_optional(conn)
             .await)?;

@@ -90,10 +90,9 @@ pub(super) const CLAIM_SQLITE: &str = claim_rows!(due_ids!());
 /// ids as an array on PostgreSQL, as a JSON array on SQLite), for the rows
 /// still in this claim's lease (`$3` names the claim, and every claim is
 /// named apart). A relay records only while its lease lasts
-/// (`outbox::Relay::record`), so that is every row it sent, as long as the
-/// hosts' clocks agree within that margin (2 s): a lease is judged by the
-/// claiming host's clock. Not a row
-/// re-queued since (an operator's replay clears the lease) nor claimed
+/// (`outbox::Relay::record`), so that is every row it sent: every relay
+/// judges a lease by one clock, PostgreSQL's (`outbox::row_clock`), or on
+/// SQLite its one host's. Not a row re-queued since (an operator's replay clears the lease) nor claimed
 /// again: a record tried again after a commit that did happen but reported
 /// an error must not mark a replay delivered unsent, nor one whose resend
 /// is in flight.
@@ -114,32 +113,35 @@ update outbox set leased_by = null, last_error = $4, next_attempt_ms = $5,
     state = case when attempts >= $6 then 'dead' else 'pending' end
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
 
-/// Shutdown: a claim not sent is handed back, due now, its attempt not
-/// counted.
+/// Shutdown: a claim not sent is handed back, due at once (0, as a new row
+/// is), its attempt not counted.
 const RELEASE: &str = "
-update outbox set leased_by = null, next_attempt_ms = $4, attempts = attempts - 1
+update outbox set leased_by = null, next_attempt_ms = 0, attempts = attempts - 1
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
 
-/// Re-queues a destination's dead or delivered rows. The state is written
-/// out so that each walks its own index (`outbox_dead`,
-/// `outbox_delivered`), not the whole table. `$5`: the destination is
-/// ordered here (a delivered posting's flag may predate a change of its
-/// config).
+/// Re-queues a destination's dead or delivered rows, due at once
+/// (`next_attempt_ms` 0, as a new row is, whatever this host's clock
+/// says). The state is written out so that each walks its own index
+/// (`outbox_dead`, `outbox_delivered`), not the whole table. `$4`: the
+/// destination is ordered here (a delivered posting's flag may predate a
+/// change of its config).
 macro_rules! replay {
     ($state:literal) => {
         concat!(
             "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = $2, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $5)
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4)
 where destination = $1 and state = '",
             $state,
             "'
-    and ($3 is null or created_at >= $3) and ($4 is null or account_id = $4)"
+    and ($2 is null or created_at >= $2) and ($3 is null or account_id = $3)"
         )
     };
 }
 pub(super) const REPLAY_DEAD: &str = replay!("dead");
 pub(super) const REPLAY_DELIVERED: &str = replay!("delivered");
+
+const DATABASE_CLOCK_MS: &str = "select (extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 const PURGE_DELIVERED: &str = "
 delete from outbox where outbox_id in (
@@ -291,7 +293,6 @@ impl Store {
                         .bind(row.outbox_id)
                         .bind(claim)
                         .bind(row.attempts)
-                        .bind(now_ms)
                         .execute(conn)
                         .await
                 }
@@ -312,13 +313,9 @@ impl Store {
         Ok(recorded)
     }
 
-    /// Re-queues the rows `replay` names, due now, with their attempts
+    /// Re-queues the rows `replay` names, due at once, with their attempts
     /// reset and their message ids kept; how many.
-    pub async fn replay_outbox(
-        &self,
-        replay: &Replay,
-        now: DateTime<Utc>,
-    ) -> Result<u64, StoreError> {
+    pub async fn replay_outbox(&self, replay: &Replay) -> Result<u64, StoreError> {
         let sql = match replay.state.as_str() {
             "dead" => REPLAY_DEAD,
             "delivered" => REPLAY_DELIVERED,
@@ -328,7 +325,6 @@ impl Store {
         let mut tx = self.begin().await?;
         let done = on_tx!(&mut tx, conn => sqlx::query(sql)
             .bind(&replay.destination)
-            .bind(now.timestamp_millis())
             .bind(replay.since)
             .bind(replay.account_id.as_deref())
             .bind(self.outbox().routes().is_ordered(&replay.destination))
@@ -338,6 +334,21 @@ impl Store {
         tx.queued = done > 0;
         tx.commit().await?;
         Ok(done)
+    }
+
+    /// The clock that judges the outbox's leases and due times: PostgreSQL's
+    /// own, in milliseconds since the epoch, so that the relays of every
+    /// instance agree on when a lease ends whatever their hosts' clocks
+    /// say; `None` on SQLite, whose database is on this host and shares
+    /// its clock.
+    pub async fn database_clock_ms(&self) -> Result<Option<i64>, StoreError> {
+        match self {
+            Store::Sqlite(..) => Ok(None),
+            Store::Postgres(pool, _) => {
+                let (ms,): (i64,) = sqlx::query_as(DATABASE_CLOCK_MS).fetch_one(pool).await?;
+                Ok(Some(ms))
+            }
+        }
     }
 
     /// Deletes up to `batch` rows delivered before `cutoff_ms`; how many.

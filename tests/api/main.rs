@@ -77,6 +77,7 @@ mod outbox_limits;
 mod outbox_nats;
 mod outbox_ordered;
 mod outbox_postgres;
+mod outbox_purge_race;
 mod outbox_replay_cli;
 mod outbox_retention;
 mod outbox_shutdown;

@@ -11,10 +11,13 @@ use chrono::{DateTime, Utc};
 use super::write::on_tx;
 use super::{Store, StoreError};
 
-/// One batch, one statement: the rows are chosen and emptied together, so a
-/// concurrent status change (an operator's action) either happens before
-/// (and the row is chosen by its new status) or after (on an emptied row,
-/// which no action reads).
+/// One batch, one statement. The conditions stand on the updated row too:
+/// on PostgreSQL a concurrent status change (an operator's action, a
+/// redelivery) may commit after the subquery chose the row and before the
+/// update takes its lock; the update then re-checks its own conditions on
+/// the new version (READ COMMITTED), never the subquery's, and skips a row
+/// no longer done or no longer old. A change after the update meets an
+/// emptied row, which no action reads.
 const PURGE_BATCH: &str = "
 update intents set payload = $1, payload_purged_at = $2
 where intent_id in (
@@ -22,7 +25,9 @@ where intent_id in (
     where status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
         and payload_purged_at is null and last_received_at < $3
     order by intent_id
-    limit $4)";
+    limit $4)
+    and status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
+    and payload_purged_at is null and last_received_at < $3";
 
 impl Store {
     /// Empties the payloads of at most `batch` done events last received

@@ -87,6 +87,7 @@ mod protocol;
 mod redelivery_batch;
 mod refunds;
 mod retention;
+mod retention_race;
 mod schema;
 mod scope_merge;
 mod shutdown;

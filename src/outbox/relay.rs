@@ -334,6 +334,14 @@ impl Relay {
                 },
                 () = &mut cut_off => {
                     sends.abort_all();
+                    // A send that finished before the abort keeps its
+                    // outcome (an acknowledgement is recorded, not sent
+                    // again); the aborted ones end as cancelled, `None`.
+                    while let Some(joined) = sends.join_next_with_id().await {
+                        if let Ok((id, result)) = joined {
+                            results[index[&id]] = Some(result);
+                        }
+                    }
                     break;
                 }
             }

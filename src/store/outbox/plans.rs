@@ -10,7 +10,7 @@ use sqlx::sqlite::SqlitePoolOptions;
 use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
-use super::relay::{CLAIM_SQLITE, REPLAY_DEAD, REPLAY_DELIVERED};
+use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
 
 /// The plan's lines, one string.
 async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
@@ -69,7 +69,7 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         .run(&pool)
         .await
         .unwrap();
-    let cases: [(&str, &str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 10] = [
         (
             "the ordered claim",
             CLAIM_SQLITE,
@@ -110,6 +110,11 @@ async fn each_statement_searches_the_index_it_is_written_for() {
             "the messages blocking them",
             BLOCKING,
             &["outbox_pending", "outbox_dead"],
+        ),
+        (
+            "the purge of delivered rows",
+            PURGE_DELIVERED,
+            &["outbox_delivered"],
         ),
     ];
     for (name, sql, indexes) in cases {

@@ -143,16 +143,17 @@ pub(super) const REPLAY_DELIVERED: &str = replay!("delivered");
 
 const DATABASE_CLOCK_MS: &str = "select (extract(epoch from clock_timestamp()) * 1000)::bigint";
 
-/// The conditions stand on the deleted row itself too: on PostgreSQL a
-/// row the subquery chose may be re-queued by an operator's replay before
-/// the delete takes its lock, and the delete then re-checks only its own
-/// conditions on the new version (READ COMMITTED), never the subquery's.
-/// Without them it deleted the re-queued message (a test replays and
-/// purges at once). SQLite runs one writer at a time.
-const PURGE_DELIVERED: &str = "
+/// Oldest first, through `outbox_delivered` (in id order SQLite walked the
+/// whole table). The conditions stand on the deleted row itself too: on
+/// PostgreSQL a row the subquery chose may be re-queued by an operator's
+/// replay before the delete takes its lock, and the delete then re-checks
+/// only its own conditions on the new version (READ COMMITTED), never the
+/// subquery's. Without them it deleted the re-queued message (a test
+/// replays and purges at once). SQLite runs one writer at a time.
+pub(super) const PURGE_DELIVERED: &str = "
 delete from outbox where outbox_id in (
     select outbox_id from outbox where state = 'delivered' and delivered_ms < $1
-    order by outbox_id limit $2)
+    order by delivered_ms limit $2)
     and state = 'delivered' and delivered_ms < $1";
 
 /// What [`Store::record_attempts`] changed.

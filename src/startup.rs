@@ -99,6 +99,7 @@ impl Application {
         let store = connect_store(&config).await?;
         store.migrate().await?;
         place_in_scopes(&store, &config.sources, clock.now()).await?;
+        crate::outbox::warn_of_unconfigured(&store).await;
 
         let lifetime = connection_lifetime(&config);
         let metrics = Metrics::default();

@@ -227,10 +227,14 @@ pub async fn replay(
     Ok(see_other("/admin?done=replay#outbox"))
 }
 
-/// `GET /admin/api/outbox`: every destination's figures and dead letters.
+/// `GET /admin/api/outbox`: every destination's figures and dead letters,
+/// and the messages of destinations the config no longer names.
 pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
     let views = destinations(&context.store, Utc::now()).await?;
-    Ok(Json(json!({ "destinations": views })))
+    let unconfigured = crate::outbox::unconfigured(&context.store).await?;
+    Ok(Json(
+        json!({ "destinations": views, "unconfigured": unconfigured }),
+    ))
 }
 
 #[cfg(test)]

@@ -50,6 +50,8 @@ struct DashboardPage {
     balances: Vec<BalanceView>,
     counters: Counters,
     outbox: Vec<super::outbox::DestinationView>,
+    /// Destinations the config does not name that still hold messages.
+    unconfigured: Vec<crate::store::Holding>,
     chart: super::chart::Chart,
     sources: Vec<super::source_view::SourceView>,
     /// Whether the ledger held at the latest check, and what it said.
@@ -183,6 +185,7 @@ pub async fn dashboard(
             .min()
             .map(|at| super::view::duration((context.clock.now() - at).num_seconds().max(0))),
         outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
+        unconfigured: crate::outbox::unconfigured(&context.store).await?,
         message: (flash.done.as_deref() == Some("replay"))
             .then_some("Re-queued: the message will be sent again, with the same id."),
     };

@@ -1,12 +1,13 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
-//! `init`, `check-config`, `migrate`, `check`, `events`, `replay`, `accounts`,
-//! `backup`, `send`, `bench`.
+//! `outbox move`, `init`, `check-config`, `migrate`, `check`, `events`,
+//! `replay`, `accounts`, `backup`, `send`, `bench`.
 
 mod banner;
 mod bench;
 mod check_config;
 mod init;
 mod outbox;
+mod outbox_move;
 mod replay;
 mod send;
 mod sign;
@@ -129,6 +130,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Outbox {
             command: outbox::OutboxCommand::Replay(args),
         } => outbox::replay(load(&cli.config)?, args).await,
+        Command::Outbox {
+            command: outbox::OutboxCommand::Move(args),
+        } => outbox_move::run(load(&cli.config)?, args).await,
         Command::Migrate => {
             let config = load(&cli.config)?;
             let store = connect_store(&config).await.map_err(StartupError::from)?;

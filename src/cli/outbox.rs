@@ -1,5 +1,6 @@
 //! `hookledger relay` (the outbox relays on their own, for deployments that
-//! run them apart from `serve`) and `hookledger outbox replay`.
+//! run them apart from `serve`) and `hookledger outbox replay` (`outbox
+//! move` is in `outbox_move`).
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
@@ -23,6 +24,11 @@ pub enum OutboxCommand {
     /// delivered ones, each with its message id unchanged and its attempts
     /// counted afresh; the relays send them again.
     Replay(ReplayArgs),
+    /// Move the pending and dead messages of a destination the config no
+    /// longer names (renamed) to the one that replaced it; the relays send
+    /// the pending ones there. Messages the new destination has already
+    /// stay where they are.
+    Move(super::outbox_move::MoveArgs),
 }
 
 /// Connections the relay's metrics listener serves at once.
@@ -54,27 +60,35 @@ pub struct ReplayArgs {
     account: Option<String>,
 }
 
-pub async fn replay(config: Config, args: ReplayArgs) -> Result<(), CliError> {
-    if !config
+/// The configured destination named `name`, or an error naming the
+/// configured ones.
+pub(super) fn configured<'c>(
+    config: &'c Config,
+    name: &str,
+) -> Result<&'c crate::config::Destination, CliError> {
+    config
         .destinations
         .iter()
-        .any(|d| d.name == args.destination)
-    {
-        let known: Vec<_> = config
-            .destinations
-            .iter()
-            .map(|d| d.name.as_str())
-            .collect();
-        return Err(CliError::Init(format!(
-            "no destination {:?} in the config (configured: {})",
-            args.destination,
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )));
-    }
+        .find(|d| d.name == name)
+        .ok_or_else(|| {
+            let known: Vec<_> = config
+                .destinations
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect();
+            CliError::Init(format!(
+                "no destination {name:?} in the config (configured: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+}
+
+pub async fn replay(config: Config, args: ReplayArgs) -> Result<(), CliError> {
+    configured(&config, &args.destination)?;
     if !["dead", "delivered"].contains(&args.status.as_str()) {
         return Err(CliError::Init(format!(
             "--status {:?}: replay re-queues dead or delivered messages",
@@ -135,6 +149,7 @@ pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> 
         )?),
         None => None,
     };
+    crate::outbox::warn_of_unconfigured(&store).await;
     let relays = Relays::spawn(&store, &config.destinations, grace, instruments);
     let purge = tokio::spawn({
         let (store, days, every) = (

@@ -15,6 +15,7 @@ pub mod destinations;
 mod message;
 mod relay;
 mod row_clock;
+mod unconfigured;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,7 @@ use crate::config::Destination;
 use crate::store::Store;
 use crate::telemetry::OutboxInstruments;
 use relay::Relay;
+pub use unconfigured::{unconfigured, warn_of_unconfigured};
 
 /// The fallback when no wake arrives.
 const POLL: Duration = Duration::from_secs(1);

@@ -82,6 +82,7 @@ mod outbox_replay_cli;
 mod outbox_retention;
 mod outbox_shutdown;
 mod outbox_statuses;
+mod outbox_unconfigured;
 mod outbox_wake;
 mod protocol;
 mod redelivery_batch;

@@ -14,6 +14,7 @@ mod ordered;
 mod plans;
 mod relay;
 mod stats;
+mod unconfigured;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ pub use admin::Blocking;
 pub use behind::Tidied;
 pub use relay::{Attempted, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
+pub use unconfigured::Holding;
 
 /// Where this process's postings are told: the configured routes, the
 /// signal that wakes this process's relays (a commit here that wrote

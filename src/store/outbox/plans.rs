@@ -11,6 +11,7 @@ use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
 use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
+use super::unconfigured::{HOLDING_DEAD, HOLDING_PENDING, MOVE};
 
 /// The plan's lines, one string.
 async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
@@ -69,7 +70,7 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         .run(&pool)
         .await
         .unwrap();
-    let cases: [(&str, &str, &[&str]); 10] = [
+    let cases: [(&str, &str, &[&str]); 14] = [
         (
             "the ordered claim",
             CLAIM_SQLITE,
@@ -110,6 +111,22 @@ async fn each_statement_searches_the_index_it_is_written_for() {
             "the messages blocking them",
             BLOCKING,
             &["outbox_pending", "outbox_dead"],
+        ),
+        (
+            "the pending by destination",
+            HOLDING_PENDING,
+            &["outbox_pending"],
+        ),
+        ("the dead by destination", HOLDING_DEAD, &["outbox_dead"]),
+        (
+            "the move of pending rows",
+            MOVE[0],
+            &["outbox_pending", "outbox_key"],
+        ),
+        (
+            "the move of dead rows",
+            MOVE[1],
+            &["outbox_dead", "outbox_key"],
         ),
         (
             "the purge of delivered rows",

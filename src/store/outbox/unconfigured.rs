@@ -1,0 +1,120 @@
+//! Messages of a destination the config no longer names (removed, or
+//! renamed): no relay claims them, so they wait until the destination is
+//! configured again or an operator moves them to the one that replaced it
+//! (`hookledger outbox move`). Found through the pending and dead indexes,
+//! never the delivered rows kept for retention.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::super::write::on_tx;
+use super::super::{Store, StoreError, on_pool};
+
+/// One destination's undelivered messages, by state.
+macro_rules! holding {
+    ($state:literal) => {
+        concat!(
+            "select destination, count(*) from outbox where state = '",
+            $state,
+            "' group by destination"
+        )
+    };
+}
+pub(super) const HOLDING_PENDING: &str = holding!("pending");
+pub(super) const HOLDING_DEAD: &str = holding!("dead");
+
+/// Moves a batch of `$1`'s rows of one state to `$2`, each as the new
+/// destination would have written it: out of any lease (a relay of an
+/// instance still on the old config records nothing for it), not waiting
+/// behind another, ordered as `$2` is (`$3`), a pending one due at once.
+/// A message `$2` has already (the same event and type) stays where it is:
+/// the unique key allows one per destination. The conditions stand on the
+/// moved row too (PostgreSQL re-checks only those after a concurrent
+/// change).
+macro_rules! move_batch {
+    ($state:literal) => {
+        concat!(
+            "
+update outbox set destination = $2, leased_by = null, behind = false,
+    ordered = (account_seq is not null and $3),
+    next_attempt_ms = case when state = 'pending' then 0 else next_attempt_ms end
+where outbox_id in (
+    select o.outbox_id from outbox o
+    where o.destination = $1 and o.state = '",
+            $state,
+            "'
+        and not exists (select 1 from outbox n where n.intent_id = o.intent_id
+            and n.message_type = o.message_type and n.destination = $2)
+    order by o.outbox_id limit $4)
+    and destination = $1 and state = '",
+            $state,
+            "'"
+        )
+    };
+}
+pub(super) const MOVE: [&str; 2] = [move_batch!("pending"), move_batch!("dead")];
+
+/// Rows moved in one transaction.
+const MOVE_BATCH: i64 = 5_000;
+
+/// A destination's messages not delivered yet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Holding {
+    pub destination: String,
+    pub pending: i64,
+    pub dead: i64,
+}
+
+impl Store {
+    /// Every destination with pending or dead messages, configured or not,
+    /// by name.
+    pub async fn destinations_holding(&self) -> Result<Vec<Holding>, StoreError> {
+        let mut by_name: BTreeMap<String, Holding> = BTreeMap::new();
+        for (sql, dead) in [(HOLDING_PENDING, false), (HOLDING_DEAD, true)] {
+            let counts: Vec<(String, i64)> =
+                on_pool!(self, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+            for (destination, count) in counts {
+                let holding = by_name.entry(destination.clone()).or_default();
+                holding.destination = destination;
+                match dead {
+                    true => holding.dead = count,
+                    false => holding.pending = count,
+                }
+            }
+        }
+        Ok(by_name.into_values().collect())
+    }
+
+    /// Moves `from`'s pending and dead messages to `to` (`ordered`: `to`
+    /// keeps its accounts' order), batch by batch; how many moved. Their
+    /// ids, attempts and last errors are kept; a dead one stays dead.
+    pub async fn move_outbox(
+        &self,
+        from: &str,
+        to: &str,
+        ordered: bool,
+    ) -> Result<u64, StoreError> {
+        let mut moved = 0;
+        for sql in MOVE {
+            loop {
+                let mut tx = self.begin().await?;
+                let done = on_tx!(&mut tx, conn => sqlx::query(sql)
+                    .bind(from)
+                    .bind(to)
+                    .bind(ordered)
+                    .bind(MOVE_BATCH)
+                    .execute(conn)
+                    .await
+                    .map(|done| done.rows_affected()))?;
+                tx.queued = done > 0;
+                tx.commit().await?;
+                moved += done;
+                if done < MOVE_BATCH as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(moved)
+    }
+}

@@ -11,23 +11,36 @@ use chrono::{DateTime, Utc};
 use super::write::on_tx;
 use super::{Store, StoreError};
 
-/// One batch, one statement. The conditions stand on the updated row too:
-/// on PostgreSQL a concurrent status change (an operator's action, a
-/// redelivery) may commit after the subquery chose the row and before the
-/// update takes its lock; the update then re-checks its own conditions on
-/// the new version (READ COMMITTED), never the subquery's, and skips a row
-/// no longer done or no longer old. A change after the update meets an
-/// emptied row, which no action reads.
-const PURGE_BATCH: &str = "
+/// One batch, one statement, oldest first through `intents_payload_due`
+/// (migration 0011), which holds only the events not emptied yet: without
+/// it a batch went through every done event ever stored. SQLite is told to
+/// use it (its planner, without statistics, picked `intents_by_status`).
+/// The conditions stand on the updated row too: on PostgreSQL a concurrent
+/// status change (an operator's action, a redelivery) may commit after the
+/// subquery chose the row and before the update takes its lock; the update
+/// then re-checks its own conditions on the new version (READ COMMITTED),
+/// never the subquery's, and skips a row no longer done or no longer old. A
+/// change after the update meets an emptied row, which no action reads.
+macro_rules! purge_batch {
+    ($indexed:literal) => {
+        concat!(
+            "
 update intents set payload = $1, payload_purged_at = $2
 where intent_id in (
-    select intent_id from intents
+    select intent_id from intents ",
+            $indexed,
+            "
     where status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
         and payload_purged_at is null and last_received_at < $3
-    order by intent_id
+    order by last_received_at
     limit $4)
     and status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
-    and payload_purged_at is null and last_received_at < $3";
+    and payload_purged_at is null and last_received_at < $3"
+        )
+    };
+}
+pub(super) const PURGE_SQLITE: &str = purge_batch!("indexed by intents_payload_due");
+const PURGE_POSTGRES: &str = purge_batch!("");
 
 impl Store {
     /// Empties the payloads of at most `batch` done events last received
@@ -42,7 +55,11 @@ impl Store {
         // with the deliveries instead of meeting their write lock in the
         // busy handler.
         let mut tx = self.begin().await?;
-        let purged = on_tx!(&mut tx, conn => sqlx::query(PURGE_BATCH)
+        let sql = match self {
+            Store::Sqlite(..) => PURGE_SQLITE,
+            Store::Postgres(..) => PURGE_POSTGRES,
+        };
+        let purged = on_tx!(&mut tx, conn => sqlx::query(sql)
             .bind(Vec::<u8>::new())
             .bind(now)
             .bind(cutoff)
@@ -52,5 +69,21 @@ impl Store {
             .map(|done| done.rows_affected()))?;
         tx.commit().await?;
         Ok(purged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PURGE_SQLITE;
+    use crate::store::outbox::plans::{migrated, plan, scans_a_table};
+
+    /// A batch reads the events not emptied yet, oldest first, never every
+    /// done event.
+    #[tokio::test]
+    async fn the_purge_searches_the_events_not_emptied_yet() {
+        let plan = plan(&migrated().await, PURGE_SQLITE).await;
+        assert!(plan.contains("intents_payload_due"), "{plan}");
+        assert!(!scans_a_table(&plan), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "sorts what it found: {plan}");
     }
 }

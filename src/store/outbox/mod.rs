@@ -11,7 +11,7 @@ mod enqueue;
 mod listen;
 mod ordered;
 #[cfg(test)]
-mod plans;
+pub(in crate::store) mod plans;
 mod relay;
 mod stats;
 mod unconfigured;

@@ -14,7 +14,7 @@ use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED}
 use super::unconfigured::{HOLDING_DEAD, HOLDING_PENDING, MOVE};
 
 /// The plan's lines, one string.
-async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
+pub(in crate::store) async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
     let explain = sqlx::AssertSqlSafe(format!("explain query plan {sql}"));
     let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(explain).fetch_all(pool).await.unwrap();
     rows.into_iter()
@@ -26,7 +26,7 @@ async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
 /// A line `SCAN <table>` with nothing after: every row of the table, in
 /// no index (`SCAN o USING INDEX ...` walks a partial index only; a
 /// subquery's own rows, `CO-ROUTINE x` then `SCAN x`, are no table).
-fn scans_a_table(plan: &str) -> bool {
+pub(in crate::store) fn scans_a_table(plan: &str) -> bool {
     let subqueries: Vec<&str> = plan
         .lines()
         .filter_map(|line| {
@@ -58,9 +58,9 @@ fn a_table_scan_is_told_from_an_index_walk() {
     ));
 }
 
-#[tokio::test]
-async fn each_statement_searches_the_index_it_is_written_for() {
-    // One connection: an in-memory database lives as long as it does.
+/// An in-memory database with every migration: one connection, as it
+/// lives as long as its connection does.
+pub(in crate::store) async fn migrated() -> sqlx::SqlitePool {
     let pool = SqlitePoolOptions::new()
         .max_connections(1)
         .connect("sqlite::memory:")
@@ -70,6 +70,12 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         .run(&pool)
         .await
         .unwrap();
+    pool
+}
+
+#[tokio::test]
+async fn each_statement_searches_the_index_it_is_written_for() {
+    let pool = migrated().await;
     let cases: [(&str, &str, &[&str]); 14] = [
         (
             "the ordered claim",

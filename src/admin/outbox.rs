@@ -140,7 +140,7 @@ pub async fn destinations(
             delivered_last_hour,
             dead,
             ..
-        } = store.outbox_stats(name, now).await?;
+        } = store.outbox_stats(name).await?;
         let (blocked_accounts, blocked) = match route.ordered {
             true => (
                 Some(store.blocked_accounts(name).await?),

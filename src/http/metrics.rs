@@ -25,7 +25,7 @@ pub async fn metrics(
     let now = context.clock.now();
     let mut outbox = Vec::new();
     for route in store.outbox().routes().iter() {
-        outbox.push(store.outbox_stats(&route.destination, now).await?);
+        outbox.push(store.outbox_stats(&route.destination).await?);
     }
     let scrape = Scrape {
         now,

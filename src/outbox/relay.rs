@@ -78,6 +78,14 @@ impl Relay {
         let mut rows_clock = RowClock::new(self.clock.clone());
         while !*stop.borrow() {
             rows_clock.refresh(&self.store).await;
+            // Nothing judged by a clock that may not be the database's.
+            if !rows_clock.ready() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.poll) => {}
+                    changed = stop.changed() => if changed.is_err() { break },
+                }
+                continue;
+            }
             if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
                 synced |= self.sync_ordered(synced).await;
                 self.tidy(rows_clock.now_ms()).await;
@@ -326,11 +334,9 @@ impl Relay {
             tokio::select! {
                 joined = sends.join_next_with_id() => match joined {
                     None => break,
-                    Some(Ok((id, result))) => results[index[&id]] = Some(result),
-                    Some(Err(error)) => {
-                        let reason = format!("the send failed inside hookledger: {error}");
-                        results[index[&error.id()]] = Some(Err(SendError::new(reason)));
-                    }
+                    Some(joined) => if let Some((id, result)) = outcome_of(joined) {
+                        results[index[&id]] = Some(result);
+                    },
                 },
                 () = &mut cut_off => {
                     sends.abort_all();
@@ -338,7 +344,7 @@ impl Relay {
                     // outcome (an acknowledgement is recorded, not sent
                     // again); the aborted ones end as cancelled, `None`.
                     while let Some(joined) = sends.join_next_with_id().await {
-                        if let Ok((id, result)) = joined {
+                        if let Some((id, result)) = outcome_of(joined) {
                             results[index[&id]] = Some(result);
                         }
                     }
@@ -402,4 +408,19 @@ fn seed() -> u64 {
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);
     u64::from_le_bytes(bytes)
+}
+
+/// A finished send's task and outcome: a send that panicked is a failed
+/// attempt; one aborted at shutdown has none (its lease is handed back).
+fn outcome_of(
+    joined: Result<(tokio::task::Id, Result<(), SendError>), tokio::task::JoinError>,
+) -> Option<(tokio::task::Id, Result<(), SendError>)> {
+    match joined {
+        Ok(done) => Some(done),
+        Err(error) if error.is_cancelled() => None,
+        Err(error) => {
+            let reason = format!("the send failed inside hookledger: {error}");
+            Some((error.id(), Err(SendError::new(reason))))
+        }
+    }
 }

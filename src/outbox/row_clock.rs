@@ -8,7 +8,10 @@
 //!
 //! The database's clock is read once every [`REREAD`]; in between the relay
 //! counts on from the last reading with this host's monotonic clock (the
-//! two drift apart by far less than a lease's margin in that time).
+//! two drift apart by far less than a lease's margin in that time). A
+//! reading whose round trip took longer than [`MAX_ROUND_TRIP`] is not
+//! used (it could be off by half of it), and on PostgreSQL the relay claims
+//! nothing before its first good reading.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,12 +21,17 @@ use crate::store::Store;
 
 /// How long a reading of the database's clock is counted on from.
 pub const REREAD: Duration = Duration::from_secs(10);
+/// The slowest reading used: off by at most half of this, well inside the
+/// 2 s by which a relay's record ends before its lease.
+pub const MAX_ROUND_TRIP: Duration = Duration::from_millis(500);
 
 pub struct RowClock {
     host: Arc<dyn Clock>,
     /// The database's clock as last read (milliseconds since the epoch),
     /// and the moment it stood for on this host's monotonic clock.
     database: Option<(i64, Instant)>,
+    /// The database is SQLite: this host's clock is its clock.
+    on_this_host: bool,
     read: Option<Instant>,
 }
 
@@ -32,11 +40,19 @@ impl RowClock {
         Self {
             host,
             database: None,
+            on_this_host: false,
             read: None,
         }
     }
 
-    /// Now, in milliseconds since the epoch.
+    /// Whether [`RowClock::now_ms`] tells the database's time: on SQLite at
+    /// once, on PostgreSQL after a first good reading.
+    pub fn ready(&self) -> bool {
+        self.on_this_host || self.database.is_some()
+    }
+
+    /// Now, in milliseconds since the epoch (this host's clock until
+    /// [`RowClock::ready`]).
     pub fn now_ms(&self) -> i64 {
         match self.database {
             Some((ms, at)) => {
@@ -48,22 +64,25 @@ impl RowClock {
     }
 
     /// Reads the database's clock, unless it was read less than [`REREAD`]
-    /// ago. A failed read keeps the last reading (this host's clock before
-    /// the first) and is tried again at the next call: the claim that
-    /// follows would fail the same way.
+    /// ago. A failed or slow read keeps the last reading and is tried again
+    /// at the next call.
     pub async fn refresh(&mut self, store: &Store) {
         if self.read.is_some_and(|read| read.elapsed() < REREAD) {
             return;
         }
-        let before = Instant::now();
-        match store.database_clock_ms().await {
-            Ok(reading) => {
-                let after = Instant::now();
-                // The server read its clock somewhere in the round trip:
-                // its middle is off by at most half of it.
-                self.database = reading.map(|ms| (ms, before + (after - before) / 2));
-                self.read = Some(after);
+        match store.database_clock().await {
+            Ok(None) => {
+                self.on_this_host = true;
+                self.read = Some(Instant::now());
             }
+            Ok(Some(reading)) if reading.round_trip <= MAX_ROUND_TRIP => {
+                self.database = Some((reading.ms, reading.at));
+                self.read = Some(Instant::now());
+            }
+            Ok(Some(reading)) => tracing::debug!(
+                "outbox: the database's clock took {} ms to read: not used",
+                reading.round_trip.as_millis()
+            ),
             Err(error) => tracing::debug!("outbox: cannot read the database's clock: {error}"),
         }
     }

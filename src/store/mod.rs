@@ -29,8 +29,8 @@ pub use check::Violation;
 pub use error::StoreError;
 pub use gauges::{HELD_STATUSES, HeldCount, PoolUsage};
 pub use outbox::{
-    Attempted, Blocking, Holding, Outbox, OutboxEntry, OutboxRow, OutboxStats, Recorded, Replay,
-    Tidied,
+    Attempted, Blocking, ClockReading, Holding, Outbox, OutboxEntry, OutboxRow, OutboxStats,
+    Recorded, Replay, Tidied,
 };
 pub use read::EventFilter;
 pub use rows::{

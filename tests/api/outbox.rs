@@ -105,11 +105,7 @@ where
 pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<OutboxEntry> {
     let started = Instant::now();
     loop {
-        let stats = app
-            .store()
-            .outbox_stats(destination, Utc::now())
-            .await
-            .unwrap();
+        let stats = app.store().outbox_stats(destination).await.unwrap();
         if stats.pending == 0 {
             return app
                 .store()

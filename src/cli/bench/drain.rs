@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
-
 use super::measure;
 use super::sink::Sink;
 use crate::config::Config;
@@ -65,10 +63,7 @@ pub async fn report(
     let phases_ended = Instant::now();
     let store = connect_store(config).await.map_err(|e| e.to_string())?;
     loop {
-        let stats = store
-            .outbox_stats(name, Utc::now())
-            .await
-            .map_err(|e| e.to_string())?;
+        let stats = store.outbox_stats(name).await.map_err(|e| e.to_string())?;
         if stats.pending == 0 {
             break;
         }

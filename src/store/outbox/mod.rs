@@ -27,7 +27,7 @@ use crate::domain::{MessageType, Routes};
 
 pub use admin::Blocking;
 pub use behind::Tidied;
-pub use relay::{Attempted, Recorded, Replay};
+pub use relay::{Attempted, ClockReading, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
 pub use unconfigured::Holding;
 

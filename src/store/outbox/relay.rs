@@ -15,6 +15,8 @@
 //! become visible after rows with larger ids. A cursor would have moved
 //! past it; a claim by state sees it the moment it commits.
 
+use std::time::{Duration, Instant};
+
 use chrono::{DateTime, Utc};
 
 use super::super::write::{TxConn, on_tx};
@@ -155,6 +157,16 @@ delete from outbox where outbox_id in (
     select outbox_id from outbox where state = 'delivered' and delivered_ms < $1
     order by delivered_ms limit $2)
     and state = 'delivered' and delivered_ms < $1";
+
+/// PostgreSQL's clock as read: milliseconds since the epoch, the moment on
+/// this host's monotonic clock it stands for, and the query's round trip
+/// (how far off that moment may be, twice over).
+#[derive(Debug, Clone, Copy)]
+pub struct ClockReading {
+    pub ms: i64,
+    pub at: Instant,
+    pub round_trip: Duration,
+}
 
 /// What [`Store::record_attempts`] changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -344,19 +356,38 @@ impl Store {
         Ok(done)
     }
 
-    /// The clock that judges the outbox's leases and due times: PostgreSQL's
-    /// own, in milliseconds since the epoch, so that the relays of every
-    /// instance agree on when a lease ends whatever their hosts' clocks
-    /// say; `None` on SQLite, whose database is on this host and shares
-    /// its clock.
-    pub async fn database_clock_ms(&self) -> Result<Option<i64>, StoreError> {
-        match self {
-            Store::Sqlite(..) => Ok(None),
-            Store::Postgres(pool, _) => {
-                let (ms,): (i64,) = sqlx::query_as(DATABASE_CLOCK_MS).fetch_one(pool).await?;
-                Ok(Some(ms))
-            }
-        }
+    /// A reading of the clock that judges the outbox's leases and due
+    /// times: PostgreSQL's own, so that the relays of every instance agree
+    /// on when a lease ends whatever their hosts' clocks say; `None` on
+    /// SQLite, whose database is on this host and shares its clock. Timed
+    /// on a connection already held: a wait for one is not part of the
+    /// round trip.
+    pub async fn database_clock(&self) -> Result<Option<ClockReading>, StoreError> {
+        let Store::Postgres(pool, _) = self else {
+            return Ok(None);
+        };
+        let mut conn = pool.acquire().await?;
+        let sent = Instant::now();
+        let (ms,): (i64,) = sqlx::query_as(DATABASE_CLOCK_MS)
+            .fetch_one(&mut *conn)
+            .await?;
+        let answered = Instant::now();
+        Ok(Some(ClockReading {
+            ms,
+            // The server read its clock somewhere in the round trip: its
+            // middle is off by at most half of it.
+            at: sent + (answered - sent) / 2,
+            round_trip: answered - sent,
+        }))
+    }
+
+    /// Now by that clock, in milliseconds since the epoch: PostgreSQL's, or
+    /// on SQLite this host's.
+    pub async fn database_now_ms(&self) -> Result<i64, StoreError> {
+        Ok(match self.database_clock().await? {
+            Some(reading) => reading.ms,
+            None => Utc::now().timestamp_millis(),
+        })
     }
 
     /// Deletes up to `batch` rows delivered before `cutoff_ms`; how many.

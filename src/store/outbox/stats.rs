@@ -77,12 +77,11 @@ impl Store {
             .await)?)
     }
 
-    pub async fn outbox_stats(
-        &self,
-        destination: &str,
-        now: DateTime<Utc>,
-    ) -> Result<OutboxStats, StoreError> {
-        let now_ms = now.timestamp_millis();
+    /// A destination's figures. In flight and delivered in the last hour
+    /// are judged by the clock that judges leases and deliveries
+    /// ([`Store::database_now_ms`]), whatever this host's says.
+    pub async fn outbox_stats(&self, destination: &str) -> Result<OutboxStats, StoreError> {
+        let now_ms = self.database_now_ms().await?;
         let (pending, in_flight): (i64, i64) = on_pool!(self, pool => sqlx::query_as(PENDING)
             .bind(destination)
             .bind(now_ms)

@@ -46,7 +46,8 @@ pub async fn run(config: Config, args: MoveArgs) -> Result<(), CliError> {
     println!("moved {moved} message(s) from {} to {}", args.from, to.name);
     if left > 0 {
         println!(
-            "{left} message(s) stay under {}: {} has them already",
+            "{left} message(s) stay under {}: {} has them already, or a relay still on the \
+             old config is sending them (move again once every instance runs the new one)",
             args.from, to.name
         );
     }

@@ -74,6 +74,7 @@ mod outbox_clock;
 mod outbox_faults;
 mod outbox_key;
 mod outbox_limits;
+mod outbox_move_races;
 mod outbox_nats;
 mod outbox_ordered;
 mod outbox_postgres;

@@ -142,7 +142,8 @@ async fn a_renamed_destination_s_messages_are_shown_and_moved(backend: Backend) 
     assert_eq!(
         out.trim(),
         "moved 2 message(s) from billing to billing-v2\n\
-         1 message(s) stay under billing: billing-v2 has them already"
+         1 message(s) stay under billing: billing-v2 has them already, or a relay still on the \
+         old config is sending them (move again once every instance runs the new one)"
     );
     let messages = drained(&renamed, "billing-v2", Duration::from_secs(20)).await;
     let states: Vec<(&str, &str)> = messages

@@ -126,12 +126,12 @@ async fn each_statement_searches_the_index_it_is_written_for() {
         ("the dead by destination", HOLDING_DEAD, &["outbox_dead"]),
         (
             "the move of pending rows",
-            MOVE[0],
+            MOVE[1],
             &["outbox_pending", "outbox_key"],
         ),
         (
             "the move of dead rows",
-            MOVE[1],
+            MOVE[0],
             &["outbox_dead", "outbox_key"],
         ),
         (

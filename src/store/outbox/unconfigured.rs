@@ -25,13 +25,14 @@ pub(super) const HOLDING_PENDING: &str = holding!("pending");
 pub(super) const HOLDING_DEAD: &str = holding!("dead");
 
 /// Moves a batch of `$1`'s rows of one state to `$2`, each as the new
-/// destination would have written it: out of any lease (a relay of an
-/// instance still on the old config records nothing for it), not waiting
-/// behind another, ordered as `$2` is (`$3`), a pending one due at once.
-/// A message `$2` has already (the same event and type) stays where it is:
-/// the unique key allows one per destination. The conditions stand on the
-/// moved row too (PostgreSQL re-checks only those after a concurrent
-/// change).
+/// destination would have written it: not waiting behind another, ordered
+/// as `$2` is (`$3`), a pending one due at once. A row under a live lease
+/// (`$5`: now, by the clock leases are judged by) stays: a relay still on
+/// the old config is sending it, and must neither see it sent again at
+/// once nor its account's next message go out beside it. A message `$2`
+/// has already (the same event and type) stays too: the unique key allows
+/// one per destination. The conditions stand on the moved row too
+/// (PostgreSQL re-checks only those after a concurrent change).
 macro_rules! move_batch {
     ($state:literal) => {
         concat!(
@@ -44,16 +45,20 @@ where outbox_id in (
     where o.destination = $1 and o.state = '",
             $state,
             "'
+        and (o.leased_by is null or o.next_attempt_ms <= $5)
         and not exists (select 1 from outbox n where n.intent_id = o.intent_id
             and n.message_type = o.message_type and n.destination = $2)
     order by o.outbox_id limit $4)
     and destination = $1 and state = '",
             $state,
-            "'"
+            "' and (leased_by is null or next_attempt_ms <= $5)"
         )
     };
 }
-pub(super) const MOVE: [&str; 2] = [move_batch!("pending"), move_batch!("dead")];
+/// Dead rows first: a dead letter holds its account's later messages on an
+/// ordered destination, so it must be there before they are, or the new
+/// destination's relay would send them past it.
+pub(super) const MOVE: [&str; 2] = [move_batch!("dead"), move_batch!("pending")];
 
 /// Rows moved in one transaction.
 const MOVE_BATCH: i64 = 5_000;
@@ -86,9 +91,10 @@ impl Store {
         Ok(by_name.into_values().collect())
     }
 
-    /// Moves `from`'s pending and dead messages to `to` (`ordered`: `to`
+    /// Moves `from`'s dead, then pending messages to `to` (`ordered`: `to`
     /// keeps its accounts' order), batch by batch; how many moved. Their
-    /// ids, attempts and last errors are kept; a dead one stays dead.
+    /// ids, attempts and last errors are kept; a dead one stays dead. What
+    /// a relay holds under a live lease stays under `from`.
     pub async fn move_outbox(
         &self,
         from: &str,
@@ -98,12 +104,14 @@ impl Store {
         let mut moved = 0;
         for sql in MOVE {
             loop {
+                let now_ms = self.database_now_ms().await?;
                 let mut tx = self.begin().await?;
                 let done = on_tx!(&mut tx, conn => sqlx::query(sql)
                     .bind(from)
                     .bind(to)
                     .bind(ordered)
                     .bind(MOVE_BATCH)
+                    .bind(now_ms)
                     .execute(conn)
                     .await
                     .map(|done| done.rows_affected()))?;

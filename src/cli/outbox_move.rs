@@ -31,7 +31,7 @@ pub async fn run(config: Config, args: MoveArgs) -> Result<(), CliError> {
     }
     let store = connect_store(&config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
-    let moved = store
+    let done = store
         .move_outbox(&args.from, &to.name, to.ordered_by_account)
         .await
         .map_err(CliError::Check)?;
@@ -43,12 +43,21 @@ pub async fn run(config: Config, args: MoveArgs) -> Result<(), CliError> {
         .iter()
         .find(|h| h.destination == args.from)
         .map_or(0, |h| h.pending + h.dead);
-    println!("moved {moved} message(s) from {} to {}", args.from, to.name);
+    println!(
+        "moved {} message(s) from {} to {}",
+        done.moved, args.from, to.name
+    );
+    if done.dropped > 0 {
+        println!(
+            "dropped {} message(s) under {}: {} has them already",
+            done.dropped, args.from, to.name
+        );
+    }
     if left > 0 {
         println!(
-            "{left} message(s) stay under {}: {} has them already, or a relay still on the \
-             old config is sending them (move again once every instance runs the new one)",
-            args.from, to.name
+            "{left} message(s) stay under {}: a relay still on the old config is sending them \
+             (move again once every instance runs the new one)",
+            args.from
         );
     }
     Ok(())

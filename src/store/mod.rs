@@ -29,7 +29,7 @@ pub use check::Violation;
 pub use error::StoreError;
 pub use gauges::{HELD_STATUSES, HeldCount, PoolUsage};
 pub use outbox::{
-    Attempted, Blocking, ClockReading, Holding, Outbox, OutboxEntry, OutboxRow, OutboxStats,
+    Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, OutboxStats,
     Recorded, Replay, Tidied,
 };
 pub use read::EventFilter;

@@ -29,7 +29,7 @@ pub use admin::Blocking;
 pub use behind::Tidied;
 pub use relay::{Attempted, ClockReading, Recorded, Replay};
 pub use stats::{OutboxEntry, OutboxStats};
-pub use unconfigured::Holding;
+pub use unconfigured::{Holding, Moved};
 
 /// Where this process's postings are told: the configured routes, the
 /// signal that wakes this process's relays (a commit here that wrote

@@ -11,7 +11,7 @@ use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
 use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
-use super::unconfigured::{HOLDING_DEAD, HOLDING_PENDING, MOVE};
+use super::unconfigured::{DROP_COPIES, HOLDING_DEAD, HOLDING_PENDING, MOVE};
 
 /// The plan's lines, one string.
 pub(in crate::store) async fn plan(pool: &sqlx::SqlitePool, sql: &str) -> String {
@@ -76,7 +76,7 @@ pub(in crate::store) async fn migrated() -> sqlx::SqlitePool {
 #[tokio::test]
 async fn each_statement_searches_the_index_it_is_written_for() {
     let pool = migrated().await;
-    let cases: [(&str, &str, &[&str]); 14] = [
+    let cases: [(&str, &str, &[&str]); 16] = [
         (
             "the ordered claim",
             CLAIM_SQLITE,
@@ -133,6 +133,16 @@ async fn each_statement_searches_the_index_it_is_written_for() {
             "the move of dead rows",
             MOVE[0],
             &["outbox_dead", "outbox_key"],
+        ),
+        (
+            "the drop of dead copies",
+            DROP_COPIES[0],
+            &["outbox_dead", "outbox_key"],
+        ),
+        (
+            "the drop of pending copies",
+            DROP_COPIES[1],
+            &["outbox_pending", "outbox_key"],
         ),
         (
             "the purge of delivered rows",

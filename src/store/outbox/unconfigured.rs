@@ -30,9 +30,10 @@ pub(super) const HOLDING_DEAD: &str = holding!("dead");
 /// (`$5`: now, by the clock leases are judged by) stays: a relay still on
 /// the old config is sending it, and must neither see it sent again at
 /// once nor its account's next message go out beside it. A message `$2`
-/// has already (the same event and type) stays too: the unique key allows
-/// one per destination. The conditions stand on the moved row too
-/// (PostgreSQL re-checks only those after a concurrent change).
+/// has already (the same event and type) stays too, for [`DROP_COPIES`]:
+/// the unique key allows one per destination. The conditions stand on the
+/// moved row too (PostgreSQL re-checks only those after a concurrent
+/// change).
 macro_rules! move_batch {
     ($state:literal) => {
         concat!(
@@ -55,6 +56,31 @@ where outbox_id in (
         )
     };
 }
+/// After the move: `$1`'s copies of messages `$2` has already (both were
+/// configured at once), not under a live lease (`$3`), are deleted. `$2`
+/// has the message, pending, delivered or dead, and tells it itself.
+macro_rules! drop_copies {
+    ($state:literal) => {
+        concat!(
+            "
+delete from outbox
+where outbox_id in (
+    select o.outbox_id from outbox o
+    where o.destination = $1 and o.state = '",
+            $state,
+            "'
+        and (o.leased_by is null or o.next_attempt_ms <= $3)
+        and exists (select 1 from outbox n where n.intent_id = o.intent_id
+            and n.message_type = o.message_type and n.destination = $2)
+    order by o.outbox_id limit $4)
+    and destination = $1 and state = '",
+            $state,
+            "' and (leased_by is null or next_attempt_ms <= $3)"
+        )
+    };
+}
+pub(super) const DROP_COPIES: [&str; 2] = [drop_copies!("dead"), drop_copies!("pending")];
+
 /// Dead rows first: a dead letter holds its account's later messages on an
 /// ordered destination, so it must be there before they are, or the new
 /// destination's relay would send them past it.
@@ -62,6 +88,14 @@ pub(super) const MOVE: [&str; 2] = [move_batch!("dead"), move_batch!("pending")]
 
 /// Rows moved in one transaction.
 const MOVE_BATCH: i64 = 5_000;
+
+/// What [`Store::move_outbox`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub moved: u64,
+    /// Copies of messages the new destination had already, deleted.
+    pub dropped: u64,
+}
 
 /// A destination's messages not delivered yet.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -92,15 +126,23 @@ impl Store {
     }
 
     /// Moves `from`'s dead, then pending messages to `to` (`ordered`: `to`
-    /// keeps its accounts' order), batch by batch; how many moved. Their
-    /// ids, attempts and last errors are kept; a dead one stays dead. What
-    /// a relay holds under a live lease stays under `from`.
+    /// keeps its accounts' order), batch by batch, and deletes `from`'s
+    /// copies of messages `to` has already. The moved keep their ids,
+    /// attempts and last errors; a dead one stays dead. What a relay holds
+    /// under a live lease stays under `from`.
     pub async fn move_outbox(
         &self,
         from: &str,
         to: &str,
         ordered: bool,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<Moved, StoreError> {
+        Ok(Moved {
+            moved: self.move_batches(from, to, ordered).await?,
+            dropped: self.drop_copies(from, to).await?,
+        })
+    }
+
+    async fn move_batches(&self, from: &str, to: &str, ordered: bool) -> Result<u64, StoreError> {
         let mut moved = 0;
         for sql in MOVE {
             loop {
@@ -124,5 +166,29 @@ impl Store {
             }
         }
         Ok(moved)
+    }
+
+    async fn drop_copies(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        let mut dropped = 0;
+        for sql in DROP_COPIES {
+            loop {
+                let now_ms = self.database_now_ms().await?;
+                let mut tx = self.begin().await?;
+                let done = on_tx!(&mut tx, conn => sqlx::query(sql)
+                    .bind(from)
+                    .bind(to)
+                    .bind(now_ms)
+                    .bind(MOVE_BATCH)
+                    .execute(conn)
+                    .await
+                    .map(|done| done.rows_affected()))?;
+                tx.commit().await?;
+                dropped += done;
+                if done < MOVE_BATCH as u64 {
+                    break;
+                }
+            }
+        }
+        Ok(dropped)
     }
 }

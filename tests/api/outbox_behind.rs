@@ -126,7 +126,7 @@ pub(crate) async fn record_failing(
 /// A store of `app`'s database that routes postings to the ordered
 /// [`DESTINATION`] (nothing listens at its URL: the tests claim and record
 /// by hand).
-async fn ordered_store(app: &TestApp) -> Store {
+pub(crate) async fn ordered_store(app: &TestApp) -> Store {
     let ordered = http_destination(
         DESTINATION,
         "http://127.0.0.1:9",

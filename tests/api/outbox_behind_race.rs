@@ -15,8 +15,9 @@ use hookledger::store::{Replay, Store, Tidied};
 use sqlx::{Connection, PgConnection};
 
 use crate::helpers::{Backend, TestApp};
-use crate::outbox::http_destination;
-use crate::outbox_behind::{DESTINATION, claim, names, post, record, record_failing, tidy};
+use crate::outbox_behind::{
+    DESTINATION, claim, names, ordered_store, post, record, record_failing, tidy,
+};
 use crate::pause::{PAUSE, Pause};
 
 /// Pauses the statement that flags a row, at that row.
@@ -41,15 +42,7 @@ const STEP: Duration = Duration::from_secs(20);
 
 /// The ordered destination's store, with a_1 dead and a_2 behind it.
 async fn a_dead_letter_ahead(app: &TestApp) -> Store {
-    let text = http_destination(
-        DESTINATION,
-        "http://127.0.0.1:9",
-        "ordered_by_account = true",
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let store = ordered_store(app).await;
     post(&store, "a", 1).await;
     post(&store, "a", 2).await;
     let rows = claim(&store).await;

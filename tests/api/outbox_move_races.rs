@@ -8,8 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use crate::helpers::{Backend, TestApp};
-use crate::outbox::http_destination;
-use crate::outbox_behind::{DESTINATION, claim, names, post, record};
+use crate::outbox_behind::{DESTINATION, claim, names, ordered_store, post, record};
 use crate::pause::{PAUSE, Pause};
 
 const NEW: &str = "ordered-v2";
@@ -22,15 +21,7 @@ execute function pause()";
 async fn setup() -> Option<(TestApp, hookledger::store::Store)> {
     let backend = Backend::postgres_or_skip("outbox_move_races")?;
     let app = TestApp::spawn(backend).await;
-    let text = http_destination(
-        DESTINATION,
-        "http://127.0.0.1:9",
-        "ordered_by_account = true",
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let store = ordered_store(&app).await;
     Some((app, store))
 }
 

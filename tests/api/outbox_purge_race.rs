@@ -6,8 +6,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use crate::helpers::{Backend, TestApp};
-use crate::outbox::http_destination;
-use crate::outbox_behind::{DESTINATION, claim, names, post, record};
+use crate::outbox_behind::{DESTINATION, claim, names, ordered_store, post, record};
 use crate::pause::{PAUSE, Pause};
 
 const PAUSE_REPLAY: &str = "
@@ -22,15 +21,7 @@ async fn a_replayed_row_survives_a_concurrent_purge() {
         return;
     };
     let app = TestApp::spawn(backend).await;
-    let text = http_destination(
-        DESTINATION,
-        "http://127.0.0.1:9",
-        "ordered_by_account = true",
-    );
-    let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
-    let store = crate::postgres::side_store(&app.database_url)
-        .await
-        .with_routes(hookledger::config::routes(&config.destinations));
+    let store = ordered_store(&app).await;
     post(&store, "a", 1).await;
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1"]);

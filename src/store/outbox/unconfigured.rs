@@ -26,10 +26,11 @@ pub(super) const HOLDING_DEAD: &str = holding!("dead");
 
 /// Moves a batch of `$1`'s rows of one state to `$2`, each as the new
 /// destination would have written it: not waiting behind another, ordered
-/// as `$2` is (`$3`), a pending one due at once. A row under a live lease
-/// (`$5`: now, by the clock leases are judged by) stays: a relay still on
-/// the old config is sending it, and must neither see it sent again at
-/// once nor its account's next message go out beside it. A message `$2`
+/// as `$2` is (`$5`), a pending one due at once; `$4` rows at most. A row
+/// under a live lease (`$3`: now, by the clock leases are judged by)
+/// stays: a relay still on the old config is sending it, and must neither
+/// see it sent again at once nor its account's next message go out beside
+/// it. A message `$2`
 /// has already (the same event and type) stays too, for [`DROP_COPIES`]:
 /// the unique key allows one per destination. The conditions stand on the
 /// moved row too (PostgreSQL re-checks only those after a concurrent
@@ -39,20 +40,20 @@ macro_rules! move_batch {
         concat!(
             "
 update outbox set destination = $2, leased_by = null, behind = false,
-    ordered = (account_seq is not null and $3),
+    ordered = (account_seq is not null and $5),
     next_attempt_ms = case when state = 'pending' then 0 else next_attempt_ms end
 where outbox_id in (
     select o.outbox_id from outbox o
     where o.destination = $1 and o.state = '",
             $state,
             "'
-        and (o.leased_by is null or o.next_attempt_ms <= $5)
+        and (o.leased_by is null or o.next_attempt_ms <= $3)
         and not exists (select 1 from outbox n where n.intent_id = o.intent_id
             and n.message_type = o.message_type and n.destination = $2)
     order by o.outbox_id limit $4)
     and destination = $1 and state = '",
             $state,
-            "' and (leased_by is null or next_attempt_ms <= $5)"
+            "' and (leased_by is null or next_attempt_ms <= $3)"
         )
     };
 }
@@ -136,59 +137,44 @@ impl Store {
         to: &str,
         ordered: bool,
     ) -> Result<Moved, StoreError> {
-        Ok(Moved {
-            moved: self.move_batches(from, to, ordered).await?,
-            dropped: self.drop_copies(from, to).await?,
-        })
-    }
-
-    async fn move_batches(&self, from: &str, to: &str, ordered: bool) -> Result<u64, StoreError> {
-        let mut moved = 0;
+        let mut done = Moved::default();
         for sql in MOVE {
-            loop {
-                let now_ms = self.database_now_ms().await?;
-                let mut tx = self.begin().await?;
-                let done = on_tx!(&mut tx, conn => sqlx::query(sql)
-                    .bind(from)
-                    .bind(to)
-                    .bind(ordered)
-                    .bind(MOVE_BATCH)
-                    .bind(now_ms)
-                    .execute(conn)
-                    .await
-                    .map(|done| done.rows_affected()))?;
-                tx.queued = done > 0;
-                tx.commit().await?;
-                moved += done;
-                if done < MOVE_BATCH as u64 {
-                    break;
-                }
-            }
+            done.moved += self.in_batches(sql, (from, to), Some(ordered)).await?;
         }
-        Ok(moved)
+        for sql in DROP_COPIES {
+            done.dropped += self.in_batches(sql, (from, to), None).await?;
+        }
+        Ok(done)
     }
 
-    async fn drop_copies(&self, from: &str, to: &str) -> Result<u64, StoreError> {
-        let mut dropped = 0;
-        for sql in DROP_COPIES {
-            loop {
-                let now_ms = self.database_now_ms().await?;
-                let mut tx = self.begin().await?;
-                let done = on_tx!(&mut tx, conn => sqlx::query(sql)
-                    .bind(from)
-                    .bind(to)
-                    .bind(now_ms)
-                    .bind(MOVE_BATCH)
-                    .execute(conn)
-                    .await
-                    .map(|done| done.rows_affected()))?;
-                tx.commit().await?;
-                dropped += done;
-                if done < MOVE_BATCH as u64 {
-                    break;
-                }
+    /// Runs `sql` ($1 `from`, $2 `to`, $3 now by the leases' clock, $4 the
+    /// batch, $5 `ordered` if given) until a batch changes fewer rows than
+    /// it may; how many it changed. A commit that moved messages wakes the
+    /// relays.
+    async fn in_batches(
+        &self,
+        sql: &'static str,
+        (from, to): (&str, &str),
+        ordered: Option<bool>,
+    ) -> Result<u64, StoreError> {
+        let mut changed = 0;
+        loop {
+            let now_ms = self.database_now_ms().await?;
+            let mut tx = self.begin().await?;
+            let done = on_tx!(&mut tx, conn => {
+                let query = sqlx::query(sql).bind(from).bind(to).bind(now_ms).bind(MOVE_BATCH);
+                let query = match ordered {
+                    Some(ordered) => query.bind(ordered),
+                    None => query,
+                };
+                query.execute(conn).await.map(|done| done.rows_affected())
+            })?;
+            tx.queued = ordered.is_some() && done > 0;
+            tx.commit().await?;
+            changed += done;
+            if done < MOVE_BATCH as u64 {
+                return Ok(changed);
             }
         }
-        Ok(dropped)
     }
 }

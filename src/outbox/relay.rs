@@ -41,6 +41,9 @@ const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
 const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
 const RECORD_RETRY_BEFORE_LEASE_ENDS: Duration = Duration::from_secs(5);
 const RECORD_ENDS_BEFORE_LEASE: Duration = Duration::from_secs(2);
+/// Why a message claimed past its last attempt was not sent.
+const USED_UP: &str = "not sent: its attempts are used up, the last one with no outcome \
+                       recorded (the relay stopped, or could not record it)";
 /// How often a relay tidies its destination's rows: an ordered one's rows
 /// behind a stuck message of their account are flagged, out of the claim's
 /// way, and a flag missed is cleared (`store::outbox::behind`).
@@ -294,8 +297,19 @@ impl Relay {
     ) -> Vec<Option<Result<(), SendError>>> {
         let mut sends = JoinSet::new();
         let mut index = HashMap::new();
+        let mut results = vec![None; rows.len()];
         let timeout = self.destination.timeout;
+        let max_attempts = i64::from(self.destination.max_attempts);
         for (i, row) in rows.iter().enumerate() {
+            // Claimed past its last attempt: that one ended with no outcome
+            // recorded (its relay stopped, or could not record it), or the
+            // config now allows fewer. Not sent: a message whose every send
+            // stops the process would otherwise be tried for ever. Failed,
+            // it becomes a dead letter (`max_attempts` reached).
+            if row.attempts > max_attempts {
+                results[i] = Some(Err(SendError::new(USED_UP)));
+                continue;
+            }
             let (sender, row) = (self.sender.clone(), row.clone());
             let (instruments, name) = (self.instruments.clone(), self.destination.name.clone());
             let handle = sends.spawn(async move {
@@ -323,7 +337,6 @@ impl Relay {
             });
             index.insert(handle.id(), i);
         }
-        let mut results = vec![None; rows.len()];
         let grace = self.grace;
         let cut_off = async {
             let _ = stop.wait_for(|stopping| *stopping).await;

@@ -1,6 +1,7 @@
 //! The outbox where several relays meet one database: on PostgreSQL, ids
 //! assigned before commit, two relays, a pool of one; on both backends, a
-//! dead relay's lease taken over.
+//! dead relay's lease taken over, and a message whose every attempt died
+//! with its relay made a dead letter.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -202,4 +203,51 @@ async fn an_expired_lease_is_taken_over(backend: Backend) {
     assert_eq!(receiver.accepted()[0].id, claimed[0].message_id);
 }
 
-both_backends!(an_expired_lease_is_taken_over);
+/// A message whose every attempt ended with its relay gone (two claims, no
+/// outcome recorded, as when each send stops the process): claimed again
+/// past `max_attempts`, it is not sent but made a dead letter that says
+/// why. Without the guard it would be tried for ever.
+async fn a_message_whose_attempts_all_died_becomes_a_dead_letter(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(200)).await;
+    let app = TestApp::spawn(backend).await;
+    let twice = http_destination("twice", &receiver.url(), "max_attempts = 2");
+    let (store, destinations) = side_store_routing(&app, &twice).await;
+    posting(&store, "evt_poison").await.commit().await.unwrap();
+    let past = Utc::now().timestamp_millis() - 60_000;
+    for (n, died) in ["a-relay-that-died", "another-that-died"]
+        .iter()
+        .enumerate()
+    {
+        let at = past + n as i64 * 10;
+        let claimed = store
+            .claim_outbox("twice", false, died, at, at + 1, 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+    }
+    let relays = Relays::spawn(
+        &store,
+        &destinations,
+        Duration::from_secs(1),
+        hookledger::telemetry::OutboxInstruments::default(),
+    );
+    let started = std::time::Instant::now();
+    let message = loop {
+        let messages = store.outbox_messages("twice", 0, 10).await.unwrap();
+        if messages[0].state != "pending" {
+            break messages[0].clone();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{messages:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    relays.stop().await;
+    assert_eq!((message.state.as_str(), message.attempts), ("dead", 3));
+    let error = message.last_error.unwrap_or_default();
+    assert!(error.contains("its attempts are used up"), "{error}");
+    assert!(receiver.received().is_empty(), "sent past its last attempt");
+}
+
+both_backends!(
+    an_expired_lease_is_taken_over,
+    a_message_whose_attempts_all_died_becomes_a_dead_letter
+);

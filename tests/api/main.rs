@@ -76,6 +76,7 @@ mod outbox_key;
 mod outbox_limits;
 mod outbox_move_races;
 mod outbox_nats;
+mod outbox_oldest;
 mod outbox_ordered;
 mod outbox_postgres;
 mod outbox_purge_race;

@@ -88,11 +88,13 @@ order by o.outbox_id";
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 /// Found by its row; its destination and id must match too, so a form
 /// from before a purge never re-queues another message. `$4`: as in the
-/// replay of many (`replay!` in relay.rs). Due at once (`next_attempt_ms`
-/// 0), as a new row is, whatever this host's clock says.
+/// replay of many (`replay!` in relay.rs), as is `$5`, when it was queued
+/// again. Due at once (`next_attempt_ms` 0), as a new row is, whatever
+/// this host's clock says.
 const REPLAY_ONE: &str = "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4)
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
+    queued_ms = $5
 where outbox_id = $1 and destination = $2 and message_id = $3
     and state in ('dead', 'delivered')
 returning source, event_id";
@@ -155,12 +157,14 @@ impl Store {
         actor: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
+        let now_ms = self.database_now_ms().await?;
         let mut tx = self.begin().await?;
         let row: Option<(String, String)> = on_tx!(&mut tx, conn => sqlx::query_as(REPLAY_ONE)
             .bind(outbox_id)
             .bind(destination)
             .bind(message_id)
             .bind(self.outbox().routes().is_ordered(destination))
+            .bind(now_ms)
             .fetch_optional(conn)
             .await)?;
         let Some((source, event_id)) = row else {

@@ -11,6 +11,7 @@ use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
 use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
+use super::stats::{OLDEST_PENDING, OLDEST_REQUEUED};
 use super::unconfigured::{DROP_COPIES, HOLDING_DEAD, HOLDING_PENDING, MOVE};
 
 /// The plan's lines, one string.
@@ -76,7 +77,7 @@ pub(in crate::store) async fn migrated() -> sqlx::SqlitePool {
 #[tokio::test]
 async fn each_statement_searches_the_index_it_is_written_for() {
     let pool = migrated().await;
-    let cases: [(&str, &str, &[&str]); 16] = [
+    let cases: [(&str, &str, &[&str]); 18] = [
         (
             "the ordered claim",
             CLAIM_SQLITE,
@@ -124,6 +125,12 @@ async fn each_statement_searches_the_index_it_is_written_for() {
             &["outbox_pending"],
         ),
         ("the dead by destination", HOLDING_DEAD, &["outbox_dead"]),
+        ("the oldest pending", OLDEST_PENDING, &["outbox_pending"]),
+        (
+            "the oldest re-queued",
+            OLDEST_REQUEUED,
+            &["outbox_requeued"],
+        ),
         (
             "the move of pending rows",
             MOVE[1],

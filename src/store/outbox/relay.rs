@@ -126,13 +126,15 @@ where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'"
 /// says). The state is written out so that each walks its own index
 /// (`outbox_dead`, `outbox_delivered`), not the whole table. `$4`: the
 /// destination is ordered here (a delivered posting's flag may predate a
-/// change of its config).
+/// change of its config). `$5`: now, by the database's clock, from when the
+/// message waits again (`queued_ms`, migration 0012).
 macro_rules! replay {
     ($state:literal) => {
         concat!(
             "
 update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4)
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
+    queued_ms = $5
 where destination = $1 and state = '",
             $state,
             "'
@@ -342,12 +344,14 @@ impl Store {
             // Nothing else is re-queued (a pending row is due already).
             _ => return Ok(0),
         };
+        let now_ms = self.database_now_ms().await?;
         let mut tx = self.begin().await?;
         let done = on_tx!(&mut tx, conn => sqlx::query(sql)
             .bind(&replay.destination)
             .bind(replay.since)
             .bind(replay.account_id.as_deref())
             .bind(self.outbox().routes().is_ordered(&replay.destination))
+            .bind(now_ms)
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;

@@ -12,9 +12,16 @@ select count(*),
     coalesce(sum(case when leased_by is not null and next_attempt_ms > $2 then 1 else 0 end), 0)
 from outbox where destination = $1 and state = 'pending'";
 
-const OLDEST_PENDING: &str = "
-select created_at from outbox where destination = $1 and state = 'pending'
+/// The oldest pending message waiting since it was written: the first by
+/// id, past the re-queued ones (few, and delivered soon).
+pub(super) const OLDEST_PENDING: &str = "
+select created_at from outbox where destination = $1 and state = 'pending' and queued_ms is null
 order by outbox_id limit 1";
+
+/// The longest-waiting re-queued one (migration 0012: its own index).
+pub(super) const OLDEST_REQUEUED: &str = "
+select min(queued_ms) from outbox
+where destination = $1 and state = 'pending' and queued_ms is not null";
 
 const DELIVERED_SINCE: &str = "
 select count(*) from outbox
@@ -91,6 +98,16 @@ impl Store {
             .bind(destination)
             .fetch_optional(pool)
             .await)?;
+        let (requeued,): (Option<i64>,) = on_pool!(self, pool => sqlx::query_as(OLDEST_REQUEUED)
+            .bind(destination)
+            .fetch_one(pool)
+            .await)?;
+        // A message re-queued by a replay waits since the replay.
+        let requeued = requeued.and_then(DateTime::from_timestamp_millis);
+        let oldest = [oldest.map(|(at,)| at), requeued]
+            .into_iter()
+            .flatten()
+            .min();
         let (delivered_last_hour,): (i64,) = on_pool!(self, pool => sqlx::query_as(DELIVERED_SINCE)
             .bind(destination)
             .bind(now_ms - 3_600_000)
@@ -104,7 +121,7 @@ impl Store {
             destination: destination.to_owned(),
             pending,
             in_flight,
-            oldest_pending_at: oldest.map(|(at,)| at),
+            oldest_pending_at: oldest,
             delivered_last_hour,
             dead,
         })

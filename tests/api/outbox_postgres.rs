@@ -159,6 +159,28 @@ async fn a_pool_of_one_connection_still_serves_with_a_destination() {
     assert_eq!(receiver.accepted().len(), 5);
 }
 
+/// A relay that claims `destination`'s one due row at `now`, leased until
+/// `until`, and dies: no outcome recorded. The row as claimed.
+async fn died_holding(
+    store: &Store,
+    destination: &str,
+    relay: &str,
+    (now, until): (i64, i64),
+) -> hookledger::store::OutboxRow {
+    let claimed = store
+        .claim_outbox(destination, false, relay, now, until, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    claimed.into_iter().next().unwrap()
+}
+
+/// This test's relays on `store`, with a second of grace at shutdown.
+fn relays_on(store: &Store, destinations: &[hookledger::config::Destination]) -> Relays {
+    let instruments = hookledger::telemetry::OutboxInstruments::default();
+    Relays::spawn(store, destinations, Duration::from_secs(1), instruments)
+}
+
 /// A relay that claimed a row and died: the row waits out its lease, then
 /// another relay's sweep sends it (a second attempt, the same id). Run on a
 /// store and a relay of the test's own, for a destination the app does not
@@ -170,17 +192,8 @@ async fn an_expired_lease_is_taken_over(backend: Backend) {
     let (store, destinations) = side_store_routing(&app, &orphans).await;
     posting(&store, "evt_orphan").await.commit().await.unwrap();
     let now = Utc::now().timestamp_millis();
-    let claimed = store
-        .claim_outbox("orphans", false, "a-relay-that-died", now, now + 1_500, 10)
-        .await
-        .unwrap();
-    assert_eq!(claimed.len(), 1);
-    let relays = Relays::spawn(
-        &store,
-        &destinations,
-        Duration::from_secs(1),
-        hookledger::telemetry::OutboxInstruments::default(),
-    );
+    let claimed = died_holding(&store, "orphans", "a-relay-that-died", (now, now + 1_500)).await;
+    let relays = relays_on(&store, &destinations);
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
         receiver.received().is_empty(),
@@ -200,7 +213,7 @@ async fn an_expired_lease_is_taken_over(backend: Backend) {
         (messages[0].state.as_str(), messages[0].attempts),
         ("delivered", 2)
     );
-    assert_eq!(receiver.accepted()[0].id, claimed[0].message_id);
+    assert_eq!(receiver.accepted()[0].id, claimed.message_id);
 }
 
 /// A message whose every attempt ended with its relay gone (two claims, no
@@ -219,18 +232,9 @@ async fn a_message_whose_attempts_all_died_becomes_a_dead_letter(backend: Backen
         .enumerate()
     {
         let at = past + n as i64 * 10;
-        let claimed = store
-            .claim_outbox("twice", false, died, at, at + 1, 10)
-            .await
-            .unwrap();
-        assert_eq!(claimed.len(), 1);
+        died_holding(&store, "twice", died, (at, at + 1)).await;
     }
-    let relays = Relays::spawn(
-        &store,
-        &destinations,
-        Duration::from_secs(1),
-        hookledger::telemetry::OutboxInstruments::default(),
-    );
+    let relays = relays_on(&store, &destinations);
     let started = std::time::Instant::now();
     let message = loop {
         let messages = store.outbox_messages("twice", 0, 10).await.unwrap();

@@ -17,6 +17,7 @@ mod gaps;
 mod guard_api;
 mod guard_pages;
 mod guards;
+mod login;
 mod outbox;
 mod pages;
 mod replay;
@@ -56,10 +57,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(
                 at("/login")
                     .get(pages::to_dashboard)
-                    .post(pages::login)
+                    .post(login::login)
                     .finish(),
             )
-            .service(at("/logout").post(pages::logout).finish())
+            .service(at("/logout").post(login::logout).finish())
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
             .service(at("/event").get(pages::event_page).finish())

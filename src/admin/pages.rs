@@ -1,8 +1,7 @@
 //! The minimal admin HTML: a dashboard (held queue, gaps, recent events,
-//! balances, counters), an event page with apply / dismiss, and login /
-//! logout. The gap page is in `gap_pages`.
+//! balances, counters, the outbox) and an event page with apply / dismiss.
+//! Signing in and out is in `login`, the gap page in `gap_pages`.
 
-use actix_web::cookie::{Cookie, SameSite, time::Duration as CookieDuration};
 use actix_web::http::header::{CONTENT_TYPE, LOCATION};
 use actix_web::web::{Data, Form, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
@@ -10,12 +9,11 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::api::{clean_note, seen_status};
-use super::auth::{
-    PageAdmin, SESSION_COOKIE, check_csrf, check_same_origin, check_token, session_of,
-};
+use super::auth::{PageAdmin, check_csrf};
 use super::event_view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::gaps;
 use super::guards;
+use super::login::LoginPage;
 use super::target::{EventRef, event_href};
 use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView};
 use crate::context::Context;
@@ -26,14 +24,6 @@ use crate::store::EventFilter;
 use crate::telemetry::Counters;
 
 const CSS: &str = include_str!("../../templates/admin.css");
-
-#[derive(Template)]
-#[template(path = "login.html")]
-struct LoginPage {
-    failed: bool,
-    /// Seconds this address must wait after too many failed sign-ins.
-    wait_secs: Option<u64>,
-}
 
 #[derive(Template)]
 #[template(path = "dashboard.html")]
@@ -314,89 +304,4 @@ pub async fn event_action(
         event_href(&source, &event_id),
         action.as_str()
     )))
-}
-
-#[derive(Debug, Deserialize)]
-pub struct LoginForm {
-    #[serde(default)]
-    token: String,
-}
-
-pub async fn login(
-    context: Data<Context>,
-    request: HttpRequest,
-    form: Form<LoginForm>,
-) -> Result<HttpResponse, ApiError> {
-    check_same_origin(&request)?;
-    let who = match check_token(&request, &context, form.token.trim()) {
-        Ok(who) => who,
-        Err(ApiError::TooManyAttempts(wait)) => {
-            let page = LoginPage {
-                failed: true,
-                wait_secs: Some(wait),
-            };
-            let mut response = html(actix_web::http::StatusCode::TOO_MANY_REQUESTS, &page)?;
-            response.headers_mut().insert(
-                actix_web::http::header::RETRY_AFTER,
-                actix_web::http::header::HeaderValue::from(wait),
-            );
-            return Ok(response);
-        }
-        Err(_) => {
-            let page = LoginPage {
-                failed: true,
-                wait_secs: None,
-            };
-            return html(actix_web::http::StatusCode::UNAUTHORIZED, &page);
-        }
-    };
-    let holder = context
-        .admins
-        .iter()
-        .find(|admin| admin.name == who.name)
-        .ok_or(ApiError::Internal)?;
-    let value = context
-        .sessions
-        .issue(context.clock.now(), &holder.name, &holder.token)
-        .map_err(|_| ApiError::Internal)?;
-    let cookie = Cookie::build(SESSION_COOKIE, value)
-        .path("/admin")
-        .http_only(true)
-        .same_site(SameSite::Strict)
-        .secure(request.connection_info().scheme() == "https")
-        .max_age(CookieDuration::seconds(context.sessions.ttl_secs() as i64))
-        .finish();
-    let mut response = see_other("/admin");
-    response
-        .add_cookie(&cookie)
-        .map_err(|_| ApiError::Internal)?;
-    Ok(response)
-}
-
-#[derive(Debug, Deserialize)]
-pub struct LogoutForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-pub async fn logout(
-    context: Data<Context>,
-    request: HttpRequest,
-    form: Form<LogoutForm>,
-) -> Result<HttpResponse, ApiError> {
-    check_same_origin(&request)?;
-    if let Some(session) = session_of(&request, &context)
-        && !context.sessions.check_csrf(&session, &form.csrf)
-    {
-        return Err(ApiError::Forbidden(
-            "missing or invalid CSRF token; reload the page",
-        ));
-    }
-    let mut response = see_other("/admin");
-    let mut cookie = Cookie::build(SESSION_COOKIE, "").path("/admin").finish();
-    cookie.make_removal();
-    response
-        .add_cookie(&cookie)
-        .map_err(|_| ApiError::Internal)?;
-    Ok(response)
 }

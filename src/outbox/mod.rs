@@ -15,6 +15,7 @@ pub mod destinations;
 mod message;
 mod relay;
 mod row_clock;
+mod sending;
 mod unconfigured;
 
 use std::sync::Arc;

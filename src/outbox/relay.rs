@@ -1,18 +1,15 @@
 //! One destination's relay: claim what is due, send it, record each
 //! outcome; wait for a commit that wrote messages (or the poll, which is
 //! also the sweep for expired leases and due retries) when nothing is due.
+//! The sends and their outcomes are in `sending`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
-use super::backoff;
-use super::destinations::{Deliver, Outgoing, SendError};
-use super::message;
+use super::destinations::Deliver;
 use super::row_clock::RowClock;
 use crate::clock::Clock;
 use crate::config::Destination;
@@ -41,9 +38,6 @@ const RECORD_RETRY_FIRST: Duration = Duration::from_millis(50);
 const RECORD_RETRY_MAX: Duration = Duration::from_secs(2);
 const RECORD_RETRY_BEFORE_LEASE_ENDS: Duration = Duration::from_secs(5);
 const RECORD_ENDS_BEFORE_LEASE: Duration = Duration::from_secs(2);
-/// Why a message claimed past its last attempt was not sent.
-const USED_UP: &str = "not sent: its attempts are used up, the last one with no outcome \
-                       recorded (the relay stopped, or could not record it)";
 /// How often a relay tidies its destination's rows: an ordered one's rows
 /// behind a stuck message of their account are flagged, out of the claim's
 /// way, and a flag missed is cleared (`store::outbox::behind`).
@@ -287,153 +281,10 @@ impl Relay {
             Err(error) => tracing::warn!(destination = %name, "outbox: tidy failed: {error}"),
         }
     }
-
-    /// Sends every claimed row at once; `None` for a send cut off by
-    /// shutdown after the grace period.
-    async fn send(
-        &self,
-        rows: &[OutboxRow],
-        stop: &mut watch::Receiver<bool>,
-    ) -> Vec<Option<Result<(), SendError>>> {
-        let mut sends = JoinSet::new();
-        let mut index = HashMap::new();
-        let mut results = vec![None; rows.len()];
-        let timeout = self.destination.timeout;
-        let max_attempts = i64::from(self.destination.max_attempts);
-        for (i, row) in rows.iter().enumerate() {
-            // Claimed past its last attempt: that one ended with no outcome
-            // recorded (its relay stopped, or could not record it), or the
-            // config now allows fewer. Not sent: a message whose every send
-            // stops the process would otherwise be tried for ever. Failed,
-            // it becomes a dead letter (`max_attempts` reached).
-            if row.attempts > max_attempts {
-                results[i] = Some(Err(SendError::new(USED_UP)));
-                continue;
-            }
-            let (sender, row) = (self.sender.clone(), row.clone());
-            let (instruments, name) = (self.instruments.clone(), self.destination.name.clone());
-            let handle = sends.spawn(async move {
-                let started = std::time::Instant::now();
-                let body = message::render(&row);
-                let outgoing = Outgoing {
-                    id: &row.message_id,
-                    message_type: &row.message_type,
-                    source: &row.source,
-                    currency: row.currency.as_deref(),
-                    body: &body,
-                };
-                // The relay's own bound, whatever the destination does: a
-                // send never outlives its lease.
-                let result = tokio::time::timeout(timeout, sender.deliver(&outgoing))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(SendError::new(format!(
-                            "no acknowledgement within {} s",
-                            timeout.as_secs()
-                        )))
-                    });
-                instruments.sent(&name, started.elapsed().as_secs_f64());
-                result
-            });
-            index.insert(handle.id(), i);
-        }
-        let grace = self.grace;
-        let cut_off = async {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-            tokio::time::sleep(grace).await;
-        };
-        tokio::pin!(cut_off);
-        loop {
-            tokio::select! {
-                joined = sends.join_next_with_id() => match joined {
-                    None => break,
-                    Some(joined) => if let Some((id, result)) = outcome_of(joined) {
-                        results[index[&id]] = Some(result);
-                    },
-                },
-                () = &mut cut_off => {
-                    sends.abort_all();
-                    // A send that finished before the abort keeps its
-                    // outcome (an acknowledgement is recorded, not sent
-                    // again); the aborted ones end as cancelled, `None`.
-                    while let Some(joined) = sends.join_next_with_id().await {
-                        if let Some((id, result)) = outcome_of(joined) {
-                            results[index[&id]] = Some(result);
-                        }
-                    }
-                    break;
-                }
-            }
-        }
-        results
-    }
-
-    fn outcomes<'r>(
-        &self,
-        rows: &'r [OutboxRow],
-        results: Vec<Option<Result<(), SendError>>>,
-        rng: &mut SplitMix64,
-    ) -> Vec<(&'r OutboxRow, Attempted)> {
-        let max_attempts = i64::from(self.destination.max_attempts);
-        let mut failed = Vec::new();
-        let outcomes = rows
-            .iter()
-            .zip(results)
-            .map(|(row, result)| {
-                let outcome = match result {
-                    None => Attempted::Released,
-                    Some(Ok(())) => Attempted::Delivered,
-                    Some(Err(error)) => {
-                        let retry_in = backoff::delay(row.attempts, error.retry_after, rng);
-                        if row.attempts >= max_attempts {
-                            tracing::warn!(
-                                destination = %self.destination.name,
-                                message_id = %row.message_id,
-                                "outbox: dead letter after {} attempts: {}",
-                                row.attempts,
-                                error.reason
-                            );
-                        }
-                        failed.push(error.reason.clone());
-                        Attempted::Failed {
-                            error: error.reason,
-                            retry_in,
-                            max_attempts,
-                        }
-                    }
-                };
-                (row, outcome)
-            })
-            .collect();
-        if let Some(first) = failed.first() {
-            tracing::warn!(
-                destination = %self.destination.name,
-                "outbox: {} of {} attempts failed, retried with backoff; first: {first}",
-                failed.len(),
-                rows.len()
-            );
-        }
-        outcomes
-    }
 }
 
 fn seed() -> u64 {
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);
     u64::from_le_bytes(bytes)
-}
-
-/// A finished send's task and outcome: a send that panicked is a failed
-/// attempt; one aborted at shutdown has none (its lease is handed back).
-fn outcome_of(
-    joined: Result<(tokio::task::Id, Result<(), SendError>), tokio::task::JoinError>,
-) -> Option<(tokio::task::Id, Result<(), SendError>)> {
-    match joined {
-        Ok(done) => Some(done),
-        Err(error) if error.is_cancelled() => None,
-        Err(error) => {
-            let reason = format!("the send failed inside hookledger: {error}");
-            Some((error.id(), Err(SendError::new(reason))))
-        }
-    }
 }

@@ -7,12 +7,14 @@
 
 mod admin;
 mod behind;
+mod clock;
 mod enqueue;
 mod listen;
 mod ordered;
 #[cfg(test)]
 pub(in crate::store) mod plans;
 mod relay;
+mod requeue;
 mod stats;
 mod unconfigured;
 
@@ -27,7 +29,9 @@ use crate::domain::{MessageType, Routes};
 
 pub use admin::Blocking;
 pub use behind::Tidied;
-pub use relay::{Attempted, ClockReading, Recorded, Replay};
+pub use clock::ClockReading;
+pub use relay::{Attempted, Recorded};
+pub use requeue::Replay;
 pub use stats::{OutboxEntry, OutboxStats};
 pub use unconfigured::{Holding, Moved};
 

@@ -10,7 +10,8 @@ use sqlx::sqlite::SqlitePoolOptions;
 use super::admin::{BLOCKED, BLOCKING};
 use super::behind::{FLAG, NEXT_SQLITE, UNFLAG};
 use super::ordered::{SYNC_ORDERED, SYNC_UNORDERED};
-use super::relay::{CLAIM_SQLITE, PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
+use super::relay::CLAIM_SQLITE;
+use super::requeue::{PURGE_DELIVERED, REPLAY_DEAD, REPLAY_DELIVERED};
 use super::stats::{OLDEST_PENDING, OLDEST_REQUEUED};
 use super::unconfigured::{DROP_COPIES, HOLDING_DEAD, HOLDING_PENDING, MOVE};
 

@@ -1,5 +1,6 @@
 //! What a relay does to outbox rows: claim a batch, record each attempt's
-//! outcome, hand back a lease at shutdown; and re-queue (replay) and purge.
+//! outcome, hand back a lease at shutdown. Re-queueing and the purge are in
+//! `requeue`, the clock leases are judged by in `clock`.
 //!
 //! A claim is one statement that picks the rows and moves them into the
 //! claimer's lease together: `attempts` counts the attempt, `leased_by`
@@ -14,8 +15,6 @@
 //! PostgreSQL an id is assigned at insert, before commit, so a row can
 //! become visible after rows with larger ids. A cursor would have moved
 //! past it; a claim by state sees it the moment it commits.
-
-use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -94,10 +93,10 @@ pub(super) const CLAIM_SQLITE: &str = claim_rows!(due_ids!());
 /// named apart). A relay records only while its lease lasts
 /// (`outbox::Relay::record`), so that is every row it sent: every relay
 /// judges a lease by one clock, PostgreSQL's (`outbox::row_clock`), or on
-/// SQLite its one host's. Not a row re-queued since (an operator's replay clears the lease) nor claimed
-/// again: a record tried again after a commit that did happen but reported
-/// an error must not mark a replay delivered unsent, nor one whose resend
-/// is in flight.
+/// SQLite its one host's. Not a row re-queued since (an operator's replay
+/// clears the lease) nor claimed again: a record tried again after a commit
+/// that did happen but reported an error must not mark a replay delivered
+/// unsent, nor one whose resend is in flight.
 const DELIVERED_POSTGRES: &str = "
 update outbox set state = 'delivered', delivered_ms = $2, leased_by = null, last_error = null
 where outbox_id = any($1) and leased_by = $3 and state = 'pending'
@@ -120,55 +119,6 @@ where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'"
 const RELEASE: &str = "
 update outbox set leased_by = null, next_attempt_ms = 0, attempts = attempts - 1
 where outbox_id = $1 and leased_by = $2 and attempts = $3 and state = 'pending'";
-
-/// Re-queues a destination's dead or delivered rows, due at once
-/// (`next_attempt_ms` 0, as a new row is, whatever this host's clock
-/// says). The state is written out so that each walks its own index
-/// (`outbox_dead`, `outbox_delivered`), not the whole table. `$4`: the
-/// destination is ordered here (a delivered posting's flag may predate a
-/// change of its config). `$5`: now, by the database's clock, from when the
-/// message waits again (`queued_ms`, migration 0012).
-macro_rules! replay {
-    ($state:literal) => {
-        concat!(
-            "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
-    queued_ms = $5
-where destination = $1 and state = '",
-            $state,
-            "'
-    and ($2 is null or created_at >= $2) and ($3 is null or account_id = $3)"
-        )
-    };
-}
-pub(super) const REPLAY_DEAD: &str = replay!("dead");
-pub(super) const REPLAY_DELIVERED: &str = replay!("delivered");
-
-const DATABASE_CLOCK_MS: &str = "select (extract(epoch from clock_timestamp()) * 1000)::bigint";
-
-/// Oldest first, through `outbox_delivered` (in id order SQLite walked the
-/// whole table). The conditions stand on the deleted row itself too: on
-/// PostgreSQL a row the subquery chose may be re-queued by an operator's
-/// replay before the delete takes its lock, and the delete then re-checks
-/// only its own conditions on the new version (READ COMMITTED), never the
-/// subquery's. Without them it deleted the re-queued message (a test
-/// replays and purges at once). SQLite runs one writer at a time.
-pub(super) const PURGE_DELIVERED: &str = "
-delete from outbox where outbox_id in (
-    select outbox_id from outbox where state = 'delivered' and delivered_ms < $1
-    order by delivered_ms limit $2)
-    and state = 'delivered' and delivered_ms < $1";
-
-/// PostgreSQL's clock as read: milliseconds since the epoch, the moment on
-/// this host's monotonic clock it stands for, and the query's round trip
-/// (how far off that moment may be, twice over).
-#[derive(Debug, Clone, Copy)]
-pub struct ClockReading {
-    pub ms: i64,
-    pub at: Instant,
-    pub round_trip: Duration,
-}
 
 /// What [`Store::record_attempts`] changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -199,16 +149,6 @@ pub enum Attempted {
     },
     /// Not sent (shutdown): due again at once.
     Released,
-}
-
-/// Which rows `hookledger outbox replay` re-queues.
-#[derive(Debug, Clone)]
-pub struct Replay {
-    pub destination: String,
-    /// `dead` or `delivered`.
-    pub state: String,
-    pub since: Option<DateTime<Utc>>,
-    pub account_id: Option<String>,
 }
 
 impl Store {
@@ -333,77 +273,5 @@ impl Store {
             self.clear_next_after_commit(&recorded.delivered_ids).await;
         }
         Ok(recorded)
-    }
-
-    /// Re-queues the rows `replay` names, due at once, with their attempts
-    /// reset and their message ids kept; how many.
-    pub async fn replay_outbox(&self, replay: &Replay) -> Result<u64, StoreError> {
-        let sql = match replay.state.as_str() {
-            "dead" => REPLAY_DEAD,
-            "delivered" => REPLAY_DELIVERED,
-            // Nothing else is re-queued (a pending row is due already).
-            _ => return Ok(0),
-        };
-        let now_ms = self.database_now_ms().await?;
-        let mut tx = self.begin().await?;
-        let done = on_tx!(&mut tx, conn => sqlx::query(sql)
-            .bind(&replay.destination)
-            .bind(replay.since)
-            .bind(replay.account_id.as_deref())
-            .bind(self.outbox().routes().is_ordered(&replay.destination))
-            .bind(now_ms)
-            .execute(conn)
-            .await
-            .map(|done| done.rows_affected()))?;
-        tx.queued = done > 0;
-        tx.commit().await?;
-        Ok(done)
-    }
-
-    /// A reading of the clock that judges the outbox's leases and due
-    /// times: PostgreSQL's own, so that the relays of every instance agree
-    /// on when a lease ends whatever their hosts' clocks say; `None` on
-    /// SQLite, whose database is on this host and shares its clock. Timed
-    /// on a connection already held: a wait for one is not part of the
-    /// round trip.
-    pub async fn database_clock(&self) -> Result<Option<ClockReading>, StoreError> {
-        let Store::Postgres(pool, _) = self else {
-            return Ok(None);
-        };
-        let mut conn = pool.acquire().await?;
-        let sent = Instant::now();
-        let (ms,): (i64,) = sqlx::query_as(DATABASE_CLOCK_MS)
-            .fetch_one(&mut *conn)
-            .await?;
-        let answered = Instant::now();
-        Ok(Some(ClockReading {
-            ms,
-            // The server read its clock somewhere in the round trip: its
-            // middle is off by at most half of it.
-            at: sent + (answered - sent) / 2,
-            round_trip: answered - sent,
-        }))
-    }
-
-    /// Now by that clock, in milliseconds since the epoch: PostgreSQL's, or
-    /// on SQLite this host's.
-    pub async fn database_now_ms(&self) -> Result<i64, StoreError> {
-        Ok(match self.database_clock().await? {
-            Some(reading) => reading.ms,
-            None => Utc::now().timestamp_millis(),
-        })
-    }
-
-    /// Deletes up to `batch` rows delivered before `cutoff_ms`; how many.
-    pub async fn purge_delivered(&self, cutoff_ms: i64, batch: i64) -> Result<u64, StoreError> {
-        let mut tx = self.begin().await?;
-        let done = on_tx!(&mut tx, conn => sqlx::query(PURGE_DELIVERED)
-            .bind(cutoff_ms)
-            .bind(batch)
-            .execute(conn)
-            .await
-            .map(|done| done.rows_affected()))?;
-        tx.commit().await?;
-        Ok(done)
     }
 }

@@ -26,8 +26,9 @@ pub enum OutboxCommand {
     Replay(ReplayArgs),
     /// Move the pending and dead messages of a destination the config no
     /// longer names (renamed) to the one that replaced it; the relays send
-    /// the pending ones there. Messages the new destination has already
-    /// stay where they are.
+    /// the pending ones there. The old copies of messages the new
+    /// destination has already are dropped; what a relay still on the old
+    /// config is sending stays.
     Move(super::outbox_move::MoveArgs),
 }
 

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::destinations::Deliver;
@@ -201,7 +200,7 @@ impl Relay {
                 claim,
                 outcomes,
                 self.destination.ordered_by_account,
-                DateTime::from_timestamp_millis(rows_clock.now_ms()).unwrap_or_else(Utc::now),
+                rows_clock.now_ms(),
             );
             let error = match tokio::time::timeout(limit, recording).await {
                 Ok(Ok(recorded)) => return Ok(recorded),

@@ -11,6 +11,8 @@ mod gauges;
 mod guards;
 mod open;
 mod outbox;
+#[cfg(test)]
+mod plans;
 mod read;
 mod retention;
 mod rows;

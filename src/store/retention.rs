@@ -75,7 +75,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::PURGE_SQLITE;
-    use crate::store::outbox::plans::{migrated, plan, scans_a_table};
+    use crate::store::plans::{migrated, plan, scans_a_table};
 
     /// A batch reads the events not emptied yet, oldest first, never every
     /// done event.

@@ -88,7 +88,7 @@ pub(crate) async fn record(store: &Store, rows: &[OutboxRow], dead: &[&str], ord
 async fn record_as(store: &Store, name: &str, rows: &[OutboxRow]) -> u64 {
     let outcomes: Vec<(&OutboxRow, Attempted)> =
         rows.iter().map(|row| (row, Attempted::Delivered)).collect();
-    let recorded = store.record_attempts(name, &outcomes, true, Utc::now());
+    let recorded = store.record_attempts(name, &outcomes, true, Utc::now().timestamp_millis());
     recorded.await.unwrap().delivered()
 }
 
@@ -118,7 +118,7 @@ pub(crate) async fn record_failing(
         })
         .collect();
     store
-        .record_attempts("relay", &outcomes, ordered, Utc::now())
+        .record_attempts("relay", &outcomes, ordered, Utc::now().timestamp_millis())
         .await
         .unwrap();
 }

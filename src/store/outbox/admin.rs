@@ -88,7 +88,7 @@ order by o.outbox_id";
 /// Re-queues one dead or delivered message (the same id, attempts afresh).
 /// Found by its row; its destination and id must match too, so a form
 /// from before a purge never re-queues another message. `$4`: as in the
-/// replay of many (`replay!` in relay.rs), as is `$5`, when it was queued
+/// replay of many (`replay!` in requeue.rs), as is `$5`, when it was queued
 /// again. Due at once (`next_attempt_ms` 0), as a new row is, whatever
 /// this host's clock says.
 const REPLAY_ONE: &str = "

@@ -12,7 +12,7 @@ mod enqueue;
 mod listen;
 mod ordered;
 #[cfg(test)]
-pub(in crate::store) mod plans;
+mod plans;
 mod relay;
 mod requeue;
 mod stats;

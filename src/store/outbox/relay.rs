@@ -16,8 +16,6 @@
 //! become visible after rows with larger ids. A cursor would have moved
 //! past it; a claim by state sees it the moment it commits.
 
-use chrono::{DateTime, Utc};
-
 use super::super::write::{TxConn, on_tx};
 use super::super::{Store, StoreError};
 use super::OutboxRow;
@@ -188,17 +186,17 @@ impl Store {
     /// transaction; what it changed (a row another relay recorded first,
     /// or took over after the lease passed, is not counted). For an
     /// `ordered` destination, the next posting of each delivered one's
-    /// account is cleared to go (see `behind`).
+    /// account is cleared to go (see `behind`). `now_ms`: by the clock the
+    /// leases are judged by (`outbox::row_clock`).
     pub async fn record_attempts(
         &self,
         claim: &str,
         outcomes: &[(&OutboxRow, Attempted)],
         ordered: bool,
-        now: DateTime<Utc>,
+        now_ms: i64,
     ) -> Result<Recorded, StoreError> {
         let mut recorded = Recorded::default();
         let mut tx = self.begin().await?;
-        let now_ms = now.timestamp_millis();
         let delivered: Vec<i64> = outcomes
             .iter()
             .filter(|(_, outcome)| matches!(outcome, Attempted::Delivered))

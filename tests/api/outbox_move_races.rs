@@ -47,9 +47,8 @@ async fn a_dead_letter_still_blocks_its_account_during_a_move() {
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1"]);
     record(&store, &rows, &["a_1"], true).await; // a_1 dead
-    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
-    sqlx::raw_sql(PAUSE).execute(&pool).await.unwrap();
-    sqlx::raw_sql(PAUSE_DEAD_MOVE).execute(&pool).await.unwrap();
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_DEAD_MOVE).await.unwrap();
     let mut pause = Pause::hold(&app).await;
     let moving = tokio::spawn({
         let store = store.clone();

@@ -26,14 +26,12 @@ async fn a_replayed_row_survives_a_concurrent_purge() {
     let rows = claim(&store).await;
     assert_eq!(names(&rows), ["a_1"]);
     record(&store, &rows, &[], true).await;
-    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
     // Delivered long ago: due for the purge.
-    sqlx::query("update outbox set delivered_ms = 1000")
-        .execute(&pool)
+    app.execute_sql("update outbox set delivered_ms = 1000")
         .await
         .unwrap();
-    sqlx::raw_sql(PAUSE).execute(&pool).await.unwrap();
-    sqlx::raw_sql(PAUSE_REPLAY).execute(&pool).await.unwrap();
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_REPLAY).await.unwrap();
     let mut pause = Pause::hold(&app).await;
     let (id, message_id) = (rows[0].outbox_id, rows[0].message_id.clone());
     let replaying = tokio::spawn({

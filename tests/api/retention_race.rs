@@ -29,17 +29,12 @@ async fn a_payload_received_again_while_the_purge_runs_stays() {
         json_with_status(answer, StatusCode::OK).await["status"],
         "applied"
     );
-    let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
     // Last received ten days ago: due for the purge.
-    sqlx::query("update intents set last_received_at = last_received_at - interval '10 days'")
-        .execute(&pool)
+    app.execute_sql("update intents set last_received_at = last_received_at - interval '10 days'")
         .await
         .unwrap();
-    sqlx::raw_sql(PAUSE).execute(&pool).await.unwrap();
-    sqlx::raw_sql(PAUSE_REDELIVERY)
-        .execute(&pool)
-        .await
-        .unwrap();
+    app.execute_sql(PAUSE).await.unwrap();
+    app.execute_sql(PAUSE_REDELIVERY).await.unwrap();
     let mut pause = Pause::hold(&app).await;
     let redelivery = app.deliver_body("demo", "msg_1", &credit);
     let redelivered = async {

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use super::super::write::on_tx;
 use super::super::{NewAudit, Store, StoreError, on_pool};
 use super::OutboxEntry;
+use super::requeue::requeued;
 
 const DEAD_LETTERS: &str = "
 select outbox_id, destination, message_id, message_type, source, event_id, account_id,
@@ -85,19 +86,17 @@ from outbox o
 where o.intent_id = (select intent_id from intents where source = $1 and event_id = $2)
 order by o.outbox_id";
 
-/// Re-queues one dead or delivered message (the same id, attempts afresh).
-/// Found by its row; its destination and id must match too, so a form
-/// from before a purge never re-queues another message. `$4`: as in the
-/// replay of many (`replay!` in requeue.rs), as is `$5`, when it was queued
-/// again. Due at once (`next_attempt_ms` 0), as a new row is, whatever
-/// this host's clock says.
-const REPLAY_ONE: &str = "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
-    queued_ms = $5
+/// Re-queues one dead or delivered message (`requeued!`: the same id,
+/// attempts afresh, `$4` and `$5` as for the replay of many). Found by its
+/// row; its destination and id must match too, so a form from before a
+/// purge never re-queues another message.
+const REPLAY_ONE: &str = concat!(
+    requeued!(),
+    "
 where outbox_id = $1 and destination = $2 and message_id = $3
     and state in ('dead', 'delivered')
-returning source, event_id";
+returning source, event_id"
+);
 
 impl Store {
     pub async fn dead_letters(

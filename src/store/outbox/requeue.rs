@@ -6,20 +6,30 @@ use chrono::{DateTime, Utc};
 use super::super::write::on_tx;
 use super::super::{Store, StoreError};
 
-/// Re-queues a destination's dead or delivered rows, due at once
-/// (`next_attempt_ms` 0, as a new row is, whatever this host's clock
-/// says). The state is written out so that each walks its own index
-/// (`outbox_dead`, `outbox_delivered`), not the whole table. `$4`: the
+/// What a re-queued message becomes, for the replay of many and of one:
+/// pending, due at once (`next_attempt_ms` 0, as a new row is, whatever
+/// this host's clock says), its attempts counted afresh. `$4`: the
 /// destination is ordered here (a delivered posting's flag may predate a
 /// change of its config). `$5`: now, by the database's clock, from when the
 /// message waits again (`queued_ms`, migration 0012).
+macro_rules! requeued {
+    () => {
+        "
+update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
+    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
+    queued_ms = $5"
+    };
+}
+pub(super) use requeued;
+
+/// Re-queues a destination's dead or delivered rows (`requeued!`). The
+/// state is written out so that each walks its own index (`outbox_dead`,
+/// `outbox_delivered`), not the whole table.
 macro_rules! replay {
     ($state:literal) => {
         concat!(
+            requeued!(),
             "
-update outbox set state = 'pending', attempts = 0, next_attempt_ms = 0, leased_by = null,
-    delivered_ms = null, behind = false, ordered = (account_seq is not null and $4),
-    queued_ms = $5
 where destination = $1 and state = '",
             $state,
             "'

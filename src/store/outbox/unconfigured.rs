@@ -24,31 +24,25 @@ macro_rules! holding {
 pub(super) const HOLDING_PENDING: &str = holding!("pending");
 pub(super) const HOLDING_DEAD: &str = holding!("dead");
 
-/// Moves a batch of `$1`'s rows of one state to `$2`, each as the new
-/// destination would have written it: not waiting behind another, ordered
-/// as `$2` is (`$5`), a pending one due at once; `$4` rows at most. A row
-/// under a live lease (`$3`: now, by the clock leases are judged by)
-/// stays: a relay still on the old config is sending it, and must neither
-/// see it sent again at once nor its account's next message go out beside
-/// it. A message `$2`
-/// has already (the same event and type) stays too, for [`DROP_COPIES`]:
-/// the unique key allows one per destination. The conditions stand on the
-/// moved row too (PostgreSQL re-checks only those after a concurrent
-/// change).
-macro_rules! move_batch {
-    ($state:literal) => {
+/// A batch of `$1`'s rows of one state that are not under a live lease
+/// (`$3`: now, by the clock leases are judged by) and that `$2` has or has
+/// not (`$exists`: the same event and type), oldest first, `$4` at most.
+/// The conditions stand on the changed row too (PostgreSQL re-checks only
+/// those after a concurrent change).
+macro_rules! batch_of {
+    ($head:literal, $exists:literal, $state:literal) => {
         concat!(
+            $head,
             "
-update outbox set destination = $2, leased_by = null, behind = false,
-    ordered = (account_seq is not null and $5),
-    next_attempt_ms = case when state = 'pending' then 0 else next_attempt_ms end
 where outbox_id in (
     select o.outbox_id from outbox o
     where o.destination = $1 and o.state = '",
             $state,
             "'
         and (o.leased_by is null or o.next_attempt_ms <= $3)
-        and not exists (select 1 from outbox n where n.intent_id = o.intent_id
+        and ",
+            $exists,
+            " (select 1 from outbox n where n.intent_id = o.intent_id
             and n.message_type = o.message_type and n.destination = $2)
     order by o.outbox_id limit $4)
     and destination = $1 and state = '",
@@ -57,27 +51,32 @@ where outbox_id in (
         )
     };
 }
+
+/// Moves a batch of `$1`'s rows of one state to `$2`, each as the new
+/// destination would have written it: not waiting behind another, ordered
+/// as `$2` is (`$5`), a pending one due at once. A row under a live lease
+/// stays: a relay still on the old config is sending it, and must neither
+/// see it sent again at once nor its account's next message go out beside
+/// it. A message `$2` has already stays too, for [`DROP_COPIES`]: the
+/// unique key allows one per destination.
+macro_rules! move_batch {
+    ($state:literal) => {
+        batch_of!(
+            "
+update outbox set destination = $2, leased_by = null, behind = false,
+    ordered = (account_seq is not null and $5),
+    next_attempt_ms = case when state = 'pending' then 0 else next_attempt_ms end",
+            "not exists",
+            $state
+        )
+    };
+}
 /// After the move: `$1`'s copies of messages `$2` has already (both were
-/// configured at once), not under a live lease (`$3`), are deleted. `$2`
-/// has the message, pending, delivered or dead, and tells it itself.
+/// configured at once), not under a live lease, are deleted. `$2` has the
+/// message, pending, delivered or dead, and tells it itself.
 macro_rules! drop_copies {
     ($state:literal) => {
-        concat!(
-            "
-delete from outbox
-where outbox_id in (
-    select o.outbox_id from outbox o
-    where o.destination = $1 and o.state = '",
-            $state,
-            "'
-        and (o.leased_by is null or o.next_attempt_ms <= $3)
-        and exists (select 1 from outbox n where n.intent_id = o.intent_id
-            and n.message_type = o.message_type and n.destination = $2)
-    order by o.outbox_id limit $4)
-    and destination = $1 and state = '",
-            $state,
-            "' and (leased_by is null or next_attempt_ms <= $3)"
-        )
+        batch_of!("\ndelete from outbox", "exists", $state)
     };
 }
 pub(super) const DROP_COPIES: [&str; 2] = [drop_copies!("dead"), drop_copies!("pending")];

@@ -4,14 +4,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admin::SignInThrottle;
 use crate::clock::Clock;
 use crate::config::{AdminToken, Config};
 use crate::drain::DrainSignal;
 use crate::failures::VerificationFailures;
-use crate::http::proxy::TrustedProxies;
 use crate::ingest::Ingestor;
 use crate::invariants::InvariantWatch;
+use crate::net::{SignInThrottle, TrustedProxies};
 use crate::secret::Secret;
 use crate::session::SessionKeys;
 use crate::source::Source;

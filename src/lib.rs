@@ -16,6 +16,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod ingest;
 pub mod invariants;
+pub mod net;
 pub mod operator;
 pub mod outbox;
 pub mod providers;

@@ -10,19 +10,17 @@
 //! admin handler takes, before a handler runs.
 
 use std::future::{Ready, ready};
-use std::net::{IpAddr, Ipv4Addr};
 
 use actix_web::dev::Payload;
-use actix_web::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use actix_web::http::header::{HOST, ORIGIN};
 use actix_web::web::Data;
 use actix_web::{FromRequest, HttpRequest};
 
 use crate::context::Context;
 use crate::http::ApiError;
-use crate::secret::Secret;
+use crate::http::token::{TokenKind, bearer_token, check_throttled};
+use crate::net::throttle::Presented;
 use crate::session::Session;
-
-use super::throttle::{Presented, Verdict};
 
 pub const SESSION_COOKIE: &str = "hookledger_session";
 
@@ -80,28 +78,6 @@ fn context(request: &HttpRequest) -> Result<&Data<Context>, ApiError> {
         .ok_or(ApiError::Internal)
 }
 
-pub fn bearer_token(request: &HttpRequest) -> Option<&str> {
-    request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-}
-
-/// The address sign-in failures are counted under: the peer, or behind a
-/// trusted proxy the client it names.
-fn client_address(request: &HttpRequest, context: &Context) -> IpAddr {
-    let peer = request
-        .peer_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
-    let forwarded = request
-        .headers()
-        .get_all("x-forwarded-for")
-        .map(|v| v.as_bytes());
-    context.trusted_proxies.client(peer, forwarded)
-}
-
 /// Compares a presented admin token (bearer or sign-in form) with every
 /// configured one in constant time (each compared, whichever matches),
 /// unless its address must wait after too many failures: then 429 without
@@ -112,7 +88,24 @@ pub fn check_token(
     token: &str,
 ) -> Result<Identity, ApiError> {
     let mut matched = None;
-    check_at(request, context, Gate::Admin(&mut matched), token)?;
+    check_throttled(request, context, TokenKind::Admin, || {
+        // Every token compared, by digest (one length for all), so the
+        // time says nothing of which matched or how long they are.
+        let mut found = None;
+        for (i, admin) in context.admins.iter().enumerate() {
+            if admin.token.matches_digest_of(token) && found.is_none() {
+                found = Some(i);
+            }
+        }
+        matched = found;
+        match found.map(|i| context.admins[i].read_only) {
+            None => Presented::Wrong,
+            Some(false) => Presented::Right,
+            // A read-only holder's sign-in never clears failures: it
+            // must not reset the wait of someone guessing the others.
+            Some(true) => Presented::RightKeepingFailures,
+        }
+    })?;
     matched
         .and_then(|i| context.admins.get(i))
         .map(identity)
@@ -124,90 +117,6 @@ fn identity(admin: &crate::config::AdminToken) -> Identity {
     Identity {
         name: admin.name.clone(),
         read_only: admin.read_only,
-    }
-}
-
-/// [`check_token`] for `GET /metrics`'s own token: the same constant-time
-/// compare, with a throttle, counter and log line of its own, so that
-/// holding the (weaker, widely copied) metrics token never resets the
-/// admin sign-in throttle, and a misconfigured scraper never locks an
-/// operator out.
-pub fn check_metrics_token(
-    request: &HttpRequest,
-    context: &Context,
-    expected: &Secret,
-    token: &str,
-) -> Result<(), ApiError> {
-    check_at(request, context, Gate::Metrics(expected), token)
-}
-
-/// Which token a request presents; for an admin, where to say which one
-/// matched.
-enum Gate<'a> {
-    Admin(&'a mut Option<usize>),
-    Metrics(&'a Secret),
-}
-
-fn check_at(
-    request: &HttpRequest,
-    context: &Context,
-    gate: Gate<'_>,
-    token: &str,
-) -> Result<(), ApiError> {
-    let address = client_address(request, context);
-    let now = context.clock.now();
-    let metrics = matches!(gate, Gate::Metrics(_));
-    let (throttle, what, kind) = if metrics {
-        (
-            &context.metrics_sign_in,
-            "metrics token",
-            "failed metrics tokens",
-        )
-    } else {
-        (&context.sign_in, "admin sign-in", "failed admin sign-ins")
-    };
-    let count = |outcome: &str| {
-        if metrics {
-            context.metrics.metrics_auth(outcome)
-        } else {
-            context.metrics.sign_in(outcome)
-        }
-    };
-    let compare = || match gate {
-        Gate::Metrics(expected) if expected.matches(token) => Presented::Right,
-        Gate::Metrics(_) => Presented::Wrong,
-        Gate::Admin(matched) => {
-            // Every token compared, by digest (one length for all), so the
-            // time says nothing of which matched or how long they are.
-            let mut found = None;
-            for (i, admin) in context.admins.iter().enumerate() {
-                if admin.token.matches_digest_of(token) && found.is_none() {
-                    found = Some(i);
-                }
-            }
-            *matched = found;
-            match found.map(|i| context.admins[i].read_only) {
-                None => Presented::Wrong,
-                Some(false) => Presented::Right,
-                // A read-only holder's sign-in never clears failures: it
-                // must not reset the wait of someone guessing the others.
-                Some(true) => Presented::RightKeepingFailures,
-            }
-        }
-    };
-    match throttle.attempt_with(address, now, compare) {
-        Verdict::Accepted => Ok(()),
-        Verdict::Wait(secs) => {
-            count("throttled");
-            Err(ApiError::TooManyAttempts(secs))
-        }
-        Verdict::Failed(failures) => {
-            count("failed");
-            if context.log_budget.admit(kind, "") {
-                tracing::warn!(%address, failures, "{what} refused");
-            }
-            Err(ApiError::Unauthorized)
-        }
     }
 }
 

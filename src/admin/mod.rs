@@ -23,16 +23,12 @@ mod pages;
 mod replay;
 mod source_view;
 mod target;
-mod throttle;
 mod view;
 
 use actix_web::middleware::DefaultHeaders;
 use actix_web::web;
 
 use crate::http::routes::Endpoint;
-
-pub use auth::{SESSION_COOKIE, bearer_token, check_metrics_token};
-pub use throttle::SignInThrottle;
 
 /// No inline script or style anywhere, no framing, forms only to ourselves.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::ConfigError;
 use super::raw::RawLimits;
-use crate::http::proxy::{Cidr, TrustedProxies};
+use crate::net::{Cidr, TrustedProxies};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {

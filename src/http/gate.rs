@@ -9,10 +9,11 @@
 //! ticket gives its place back when the connection ends, however it ends.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::config::Limits;
+use crate::net::client_key;
 
 /// Why a connection was closed unserved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,21 +58,6 @@ struct Open {
 pub struct Ticket {
     gate: Arc<ConnectionGate>,
     address: Option<IpAddr>,
-}
-
-/// The address a client is counted under: an IPv6 client controls a whole
-/// /64, so it is counted by that prefix; an IPv4-mapped address is IPv4.
-pub fn client_key(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V4(_) => address,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(Ipv6Addr::from(prefix))
-            }
-        },
-    }
 }
 
 impl ConnectionGate {

@@ -8,7 +8,7 @@ use actix_web::web::Data;
 use actix_web::{HttpRequest, HttpResponse};
 
 use super::ApiError;
-use crate::admin::{bearer_token, check_metrics_token};
+use super::token::{bearer_token, check_metrics_token};
 use crate::context::Context;
 use crate::telemetry::prometheus::{self, Scrape};
 

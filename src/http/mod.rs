@@ -9,8 +9,8 @@ pub mod gate;
 pub mod head_deadline;
 mod health;
 mod metrics;
-pub mod proxy;
 pub mod routes;
+pub mod token;
 mod webhook;
 
 use actix_web::web;

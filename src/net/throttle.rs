@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::http::gate::client_key;
+use super::client_key;
 
 /// Failures from one address before it has to wait.
 pub const FREE_FAILURES: u32 = 5;

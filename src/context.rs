@@ -11,6 +11,7 @@ use crate::failures::VerificationFailures;
 use crate::ingest::Ingestor;
 use crate::invariants::InvariantWatch;
 use crate::net::{SignInThrottle, TrustedProxies};
+use crate::receive::Pipeline;
 use crate::secret::Secret;
 use crate::session::SessionKeys;
 use crate::source::Source;
@@ -94,6 +95,18 @@ impl Context {
 
     pub fn source(&self, name: &str) -> Option<&Arc<Source>> {
         self.sources.get(name)
+    }
+
+    /// What the webhook pipeline uses of this state.
+    pub fn pipeline(&self) -> Pipeline<'_> {
+        Pipeline {
+            clock: self.clock.as_ref(),
+            metrics: &self.metrics,
+            failures: &self.failures,
+            log_budget: &self.log_budget,
+            ingestor: &self.ingestor,
+            drain: &self.drain,
+        }
     }
 }
 

@@ -1,20 +1,13 @@
-//! The ledger invariant check, run every [`INTERVAL`] (and at start-up) so
+//! The latest result of the ledger invariant check, which the check task
+//! (`background/invariants.rs`) runs every few minutes and at start-up, so
 //! the dashboard and the metrics can say whether the ledger holds and when
 //! that was last seen. `/admin/api/check` runs it on demand and records its
 //! result here too.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
-use chrono::{DateTime, Utc};
-use tokio::task::JoinHandle;
-
-use crate::context::Context;
 use crate::store::Violation;
-
-/// The check reads the whole ledger (linear in its size): often enough to
-/// notice a fault within minutes, rarely enough to cost nothing.
-pub const INTERVAL: Duration = Duration::from_secs(600);
+use chrono::{DateTime, Utc};
 
 #[derive(Debug, Clone)]
 pub struct LastCheck {
@@ -37,31 +30,4 @@ impl InvariantWatch {
     pub fn last(&self) -> Option<LastCheck> {
         self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-}
-
-pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let outcome = context
-                .store
-                .check_invariants()
-                .await
-                .map_err(|e| e.to_string());
-            match &outcome {
-                Ok(violations) if !violations.is_empty() => {
-                    tracing::error!(
-                        violations = violations.len(),
-                        "ledger invariants violated: see /admin/api/check"
-                    );
-                }
-                Err(error) => tracing::warn!("invariant check could not run: {error}"),
-                Ok(_) => {}
-            }
-            context.invariants.record(LastCheck {
-                at: context.clock.now(),
-                outcome,
-            });
-            tokio::time::sleep(INTERVAL).await;
-        }
-    })
 }

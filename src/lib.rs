@@ -22,7 +22,6 @@ pub mod outbox;
 pub mod providers;
 pub mod receive;
 pub mod replay;
-pub mod retention;
 pub mod rng;
 pub mod secret;
 pub mod session;

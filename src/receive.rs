@@ -3,18 +3,21 @@
 //! written for a request that fails verification; everything is for one that
 //! passes it.
 
-use sha2::{Digest, Sha256};
-
-use crate::context::Context;
+use crate::clock::Clock;
 use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
-use crate::failures::Failure;
-use crate::ingest::{Outcome, RawDelivery};
+use crate::drain::DrainSignal;
+use crate::failures::{Failure, VerificationFailures};
+use crate::ingest::{Ingestor, Outcome, RawDelivery};
 use crate::providers::{
     Delivery, HeaderSource, MapError, RecordingHeaders, Verified, VerifyError, VerifyPolicy,
     parse_json,
 };
 use crate::source::Source;
 use crate::store::StoreError;
+use crate::telemetry::{LogBudget, Metrics};
+
+/// How payloads are fingerprinted (tests and tools name it from here).
+pub use crate::ingest::sha256_hex;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReceiveError {
@@ -24,9 +27,17 @@ pub enum ReceiveError {
     Store(#[from] StoreError),
 }
 
-/// Lowercase hex SHA-256: how payloads are fingerprinted for conflicts.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+/// What the pipeline uses of the app state.
+pub struct Pipeline<'a> {
+    pub clock: &'a dyn Clock,
+    pub metrics: &'a Metrics,
+    /// Where a failed verification is kept for the admin.
+    pub failures: &'a VerificationFailures,
+    /// Bounds the log lines unauthenticated clients can cause.
+    pub log_budget: &'a LogBudget,
+    pub ingestor: &'a Ingestor,
+    /// Woken when a release stopped at its bound with more ready.
+    pub drain: &'a DrainSignal,
 }
 
 /// What a delivery produced: an outcome per event (one, or a batch's
@@ -37,7 +48,7 @@ pub struct Received {
 }
 
 pub async fn receive(
-    context: &Context,
+    context: &Pipeline<'_>,
     source: &std::sync::Arc<Source>,
     headers: &dyn HeaderSource,
     body: &[u8],
@@ -179,7 +190,7 @@ fn unreadable(payload_sha256: &str, error: &MapError) -> NormalisedEvent {
 
 /// Counts and logs one event's outcome.
 fn record(
-    context: &Context,
+    context: &Pipeline<'_>,
     source_name: &str,
     verified: &Verified,
     event: &NormalisedEvent,
@@ -220,7 +231,12 @@ fn record(
 }
 
 /// The ordering counters a new delivery moves.
-fn count_ordering(context: &Context, source: &str, event: &NormalisedEvent, outcome: &Outcome) {
+fn count_ordering(
+    context: &Pipeline<'_>,
+    source: &str,
+    event: &NormalisedEvent,
+    outcome: &Outcome,
+) {
     if outcome.duplicate {
         return;
     }

@@ -136,7 +136,7 @@ pub fn map(source: &Source, stored: &Stored) -> Result<NormalisedEvent, ReplayEr
         timestamp: stored.row.signed_at,
         event_id: stored.row.signed_event_id.clone(),
     };
-    let digest = crate::receive::sha256_hex(&body);
+    let digest = crate::ingest::sha256_hex(&body);
     let events = crate::receive::storable_events(source, &verified, &delivery, &digest);
     let ids: Vec<String> = events
         .iter()

@@ -160,7 +160,7 @@ pub async fn relay(mut config: Config, args: RelayArgs) -> Result<(), CliError> 
         );
         async move {
             loop {
-                crate::retention::purge_outbox(&store, days).await;
+                crate::background::retention::purge_outbox(&store, days).await;
                 tokio::time::sleep(every).await;
             }
         }

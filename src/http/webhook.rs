@@ -38,7 +38,13 @@ pub async fn receive_webhook(
     let received = async {
         let body = read_limited(&request, payload, context.max_body_bytes).await?;
         Ok::<_, ApiError>(
-            receive(&context, &source, &ActixHeaders(request.headers()), &body).await?,
+            receive(
+                &context.pipeline(),
+                &source,
+                &ActixHeaders(request.headers()),
+                &body,
+            )
+            .await?,
         )
     }
     .await;

@@ -7,8 +7,10 @@
 //! - a number another event already holds is `rejected`, naming that event;
 //! - an earlier free number (one an operator skipped) is late: `on_stale`.
 
+use super::late;
+use super::outcome::Decided;
+use super::posted::Posted;
 use super::release::{self, Gaps, Release};
-use super::{Decided, Posted, late};
 use crate::domain::{Slot, Status, contiguous_slot};
 use crate::store::{StoreError, WriteTx};
 

@@ -6,7 +6,9 @@
 //! refuses (a refund larger than its payment has left, say) leaves it where
 //! it was.
 
-use super::{Decided, Posted, late};
+use super::late;
+use super::outcome::Decided;
+use super::posted::Posted;
 use crate::domain::{SEQUENCE_FLOOR, Status};
 use crate::store::{StoreError, WriteTx};
 
@@ -27,6 +29,5 @@ pub(super) async fn decide(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Deci
         tx.advance_guard(source, account, sequence, posted.now)
             .await?;
     }
-    // After the guard moved: what this credit releases is decided against it.
-    posted.release_by_payment(tx, decided).await
+    Ok(decided)
 }

@@ -1,10 +1,34 @@
 //! The intent row an event is written as: what a first delivery inserts,
-//! and what a replay rewrites an event with.
+//! and what a replay rewrites an event with; and the raw delivery it is
+//! written from, its bytes fingerprinted by SHA-256.
 
-use super::RawDelivery;
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+
 use crate::domain::{Basis, Movement, NormalisedEvent, Status};
 use crate::source::Source;
 use crate::store::NewIntent;
+
+/// The raw delivery the events were mapped from.
+pub struct RawDelivery<'a> {
+    /// The exact bytes received.
+    pub payload: &'a [u8],
+    pub payload_sha256: &'a str,
+    pub received_at: DateTime<Utc>,
+    /// The headers the scheme read, as a JSON object (see
+    /// `RecordingHeaders`).
+    pub signature_headers: Option<&'a str>,
+    /// The time the signature covered, where the scheme signs one.
+    pub signed_at: Option<i64>,
+    /// The event id the signature covered outside the body, where the
+    /// scheme signs one.
+    pub signed_event_id: Option<&'a str>,
+}
+
+/// Lowercase hex SHA-256: how payloads are fingerprinted for conflicts.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
 
 /// The intent row a new event starts as.
 pub(super) fn new_intent<'a>(
@@ -82,10 +106,7 @@ pub(super) fn event_payload<'a>(
     raw: &'a RawDelivery<'_>,
 ) -> (&'a [u8], std::borrow::Cow<'a, str>) {
     match &event.payload {
-        Some(item) => (
-            item.as_bytes(),
-            crate::receive::sha256_hex(item.as_bytes()).into(),
-        ),
+        Some(item) => (item.as_bytes(), sha256_hex(item.as_bytes()).into()),
         None => (raw.payload, raw.payload_sha256.into()),
     }
 }

@@ -4,7 +4,8 @@
 //! late event is applied anyway (the guard stays where it is) or held as
 //! `stale` for an operator.
 
-use super::{Decided, Posted};
+use super::outcome::Decided;
+use super::posted::Posted;
 use crate::domain::{StaleAction, Status, sequence_text};
 use crate::store::{StoreError, WriteTx};
 
@@ -29,8 +30,7 @@ pub(super) async fn decide(
             posted
                 .set_status(tx, Status::Applied, &reason, true)
                 .await?;
-            let decided = posted.post(tx, true).await?;
-            posted.release_by_payment(tx, decided).await
+            posted.post(tx, true).await
         }
         StaleAction::Hold => {
             let reason = format!(

@@ -28,210 +28,38 @@
 //! statement; no other transaction can see the interim value.
 
 mod contiguous;
-mod group;
+mod group_commit;
 mod high_water;
+mod ingestor;
 mod intent;
 mod late;
 mod ledger;
+mod order;
+mod outcome;
+mod posted;
 mod redelivery;
 pub(crate) mod release;
 mod replay;
 mod reverse;
 pub(crate) mod settle;
-mod writer;
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{EventId, Link, Movement, NormalisedEvent, OrderingMode, Posting, Status};
+use crate::domain::{Movement, NormalisedEvent, OrderingMode, Status};
 use crate::source::Source;
 use crate::store::{IntentUpsert, Store, StoreError, WriteTx};
-use settle::{Settle, SettleLink, Settled};
-
-pub use group::{GROUP_MAX, Ingestor};
 use intent::{event_payload, new_intent};
+use outcome::Decided;
+use posted::Posted;
+
+pub use group_commit::GROUP_MAX;
+pub use ingestor::Ingestor;
+pub use intent::{RawDelivery, sha256_hex};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};
+pub use outcome::Outcome;
 pub use release::{Released, drain_account};
 pub use replay::{Replay, rerun};
 pub use reverse::{lock_release_guards, release_stranded, release_unmatched};
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    pub event_id: EventId,
-    pub status: Status,
-    pub duplicate: bool,
-    /// A redelivery whose body differs from the stored one.
-    pub conflict: bool,
-    /// The event arrived below its account's sequence guard.
-    pub late: bool,
-    /// Parked events this delivery released and applied after its own.
-    pub released: u64,
-    /// The release stopped at its per-transaction bound with more parked
-    /// events ready: the drain task must go on.
-    pub backlog: bool,
-}
-
-/// The raw delivery the events were mapped from.
-pub struct RawDelivery<'a> {
-    /// The exact bytes received.
-    pub payload: &'a [u8],
-    pub payload_sha256: &'a str,
-    pub received_at: DateTime<Utc>,
-    /// The headers the scheme read, as a JSON object (see
-    /// `RecordingHeaders`).
-    pub signature_headers: Option<&'a str>,
-    /// The time the signature covered, where the scheme signs one.
-    pub signed_at: Option<i64>,
-    /// The event id the signature covered outside the body, where the
-    /// scheme signs one.
-    pub signed_event_id: Option<&'a str>,
-}
-
-/// What an ordering decision did with a posting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Decided {
-    status: Status,
-    late: bool,
-    released: u64,
-    backlog: bool,
-}
-
-impl Decided {
-    fn status(status: Status) -> Self {
-        Self {
-            status,
-            late: false,
-            released: 0,
-            backlog: false,
-        }
-    }
-}
-
-/// A posting being decided: its intent and what it asks of a balance.
-pub(crate) struct Posted<'a> {
-    pub intent_id: i64,
-    /// The source deciding: its ordering policy.
-    pub source: &'a Source,
-    /// The source the intent row belongs to, whose sequence guard and
-    /// ledger entry it takes: the deciding one, or for a reversal released
-    /// by a credit another source of the scope received, the one that
-    /// received the reversal.
-    pub recorded_by: &'a str,
-    pub event_id: &'a str,
-    pub object_id: Option<&'a str>,
-    pub posting: &'a Posting,
-    /// For a running-total reversal, the provider's total.
-    pub reversal_total: Option<i64>,
-    pub now: DateTime<Utc>,
-}
-
-impl Posted<'_> {
-    fn account(&self) -> &str {
-        self.posting.account.as_str()
-    }
-
-    fn settle_link(&self) -> SettleLink<'_> {
-        match &self.posting.link {
-            Link::None => SettleLink::None,
-            Link::Pays(payment) => SettleLink::Pays {
-                payment,
-                part: false,
-            },
-            Link::PaysPart(payment) => SettleLink::Pays {
-                payment,
-                part: true,
-            },
-            Link::Reverses(reversal) => SettleLink::Reverses {
-                payment: &reversal.payment_ref,
-                total: self.reversal_total,
-                undoes: reversal.undoes.as_deref(),
-            },
-        }
-    }
-
-    /// Posts this event's own effect, or records why it may not: the event
-    /// ends `applied`, or held (`rejected`) or `ignored` with the reason.
-    /// `late` marks an event below its account's guard.
-    async fn post(&self, tx: &mut WriteTx, late: bool) -> Result<Decided, StoreError> {
-        let negative_balance = match self.source.ordering.mode {
-            // An ordered stream is applied as the sender numbered it.
-            OrderingMode::Contiguous => crate::domain::NegativeBalance::Allow,
-            OrderingMode::HighWater => self.source.negative_balance,
-        };
-        let settle = Settle {
-            scope: &self.source.scope,
-            entry: LedgerPosting {
-                intent_id: self.intent_id,
-                source: self.recorded_by,
-                event_id: self.event_id,
-                account_id: self.account(),
-                currency: self.posting.currency.code(),
-                amount_minor: self.posting.signed_amount(),
-                object_id: self.object_id,
-                operator_applied: false,
-            },
-            link: self.settle_link(),
-            negative_balance,
-        };
-        match settle::settle(tx, &settle, self.now).await? {
-            Settled::Posted { .. } => Ok(Decided {
-                late,
-                ..Decided::status(Status::Applied)
-            }),
-            Settled::Refused { status, reason } => {
-                self.set_status(tx, status, &reason, late).await?;
-                Ok(Decided {
-                    late,
-                    ..Decided::status(status)
-                })
-            }
-        }
-    }
-
-    /// A payment's credit, once applied, applies the refunds and disputes
-    /// that arrived before it (in the same transaction).
-    async fn release_by_payment(
-        &self,
-        tx: &mut WriteTx,
-        decided: Decided,
-    ) -> Result<Decided, StoreError> {
-        match self.posting.link.paid() {
-            Some((payment, _)) if decided.status == Status::Applied => {
-                let released =
-                    reverse::release_unmatched(tx, self.source, payment, self.now).await?;
-                Ok(Decided {
-                    released: decided.released + released,
-                    ..decided
-                })
-            }
-            _ => Ok(decided),
-        }
-    }
-
-    /// Corrects the new intent's status (inserted as `applied`).
-    async fn set_status(
-        &self,
-        tx: &mut WriteTx,
-        status: Status,
-        reason: &str,
-        late: bool,
-    ) -> Result<(), StoreError> {
-        tx.set_intent_status(self.intent_id, status, reason, late, self.now)
-            .await
-    }
-
-    async fn reject(&self, tx: &mut WriteTx, reason: &str) -> Result<Decided, StoreError> {
-        self.set_status(tx, Status::Rejected, reason, false).await?;
-        Ok(Decided::status(Status::Rejected))
-    }
-
-    /// The source's ordering decision for this posting.
-    async fn decide(&self, tx: &mut WriteTx) -> Result<Decided, StoreError> {
-        match self.source.ordering.mode {
-            OrderingMode::HighWater => high_water::decide(tx, self).await,
-            OrderingMode::Contiguous => contiguous::decide(tx, self).await,
-        }
-    }
-}
 
 /// Stores and decides every event of one delivery in one transaction.
 pub async fn ingest(
@@ -315,10 +143,49 @@ async fn decide_new(
                 )
                 .await?;
             }
-            posted.decide(tx).await?
+            decide_posting(tx, &posted).await?
         }
         Movement::Reverse(request) => {
             reverse::decide(tx, source, event, intent_id, request, now).await?
         }
     })
+}
+
+/// A new posting's ordering decision, then the reversals its payment's
+/// credit releases, decided against the guard as the decision left it.
+/// Which decisions release: every high-water one; of the
+/// contiguous ones only a late one (`late.rs`), not the next number
+/// applied in order, whose own release is of the events parked behind it.
+/// A decision that did not apply a credit of a payment releases nothing.
+async fn decide_posting(tx: &mut WriteTx, posted: &Posted<'_>) -> Result<Decided, StoreError> {
+    let decided = order::decide(tx, posted).await?;
+    let releases = match posted.source.ordering.mode {
+        OrderingMode::HighWater => true,
+        OrderingMode::Contiguous => decided.late,
+    };
+    if releases {
+        release_by_payment(tx, posted, decided).await
+    } else {
+        Ok(decided)
+    }
+}
+
+/// A payment's credit, once applied, applies the refunds and disputes
+/// that arrived before it (in the same transaction).
+async fn release_by_payment(
+    tx: &mut WriteTx,
+    posted: &Posted<'_>,
+    decided: Decided,
+) -> Result<Decided, StoreError> {
+    match posted.posting.link.paid() {
+        Some((payment, _)) if decided.status == Status::Applied => {
+            let released =
+                reverse::release_unmatched(tx, posted.source, payment, posted.now).await?;
+            Ok(Decided {
+                released: decided.released + released,
+                ..decided
+            })
+        }
+        _ => Ok(decided),
+    }
 }

@@ -9,7 +9,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Decided, Posted};
+use super::order;
+use super::outcome::Decided;
+use super::posted::Posted;
 use crate::domain::{
     AccountId, Basis, Currency, Direction, Link, NormalisedEvent, PositiveAmount, Posting,
     Reversal, ReverseRequest, SEQUENCE_FLOOR, Status,
@@ -57,7 +59,7 @@ pub(super) async fn decide(
         explicit_sequence: false,
         link: Link::Reverses(request.reversal.clone()),
     };
-    Posted {
+    let posted = Posted {
         intent_id,
         source,
         recorded_by: source.name.as_str(),
@@ -66,9 +68,8 @@ pub(super) async fn decide(
         posting: &posting,
         reversal_total: (request.reversal.basis == Basis::Total).then(|| request.amount.minor()),
         now,
-    }
-    .decide(tx)
-    .await
+    };
+    order::decide(tx, &posted).await
 }
 
 fn parse_account(account: &str) -> Result<AccountId, StoreError> {
@@ -181,9 +182,8 @@ pub async fn release_unmatched(
             reversal_total: matched.reversal_total,
             now,
         };
-        // Boxed: deciding a reversal never releases again, but the compiler
-        // sees the cycle through a credit's decision.
-        let decided = Box::pin(posted.decide(tx)).await?;
+        // A reversal's decision releases nothing in turn: no cycle back here.
+        let decided = order::decide(tx, &posted).await?;
         if decided.status == Status::Applied {
             applied += 1;
         }

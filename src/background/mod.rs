@@ -3,6 +3,10 @@
 //! together, stopped together at shutdown (a step cut there rolls back
 //! whole; the next start finds it).
 
+mod drain;
+mod invariants;
+pub mod retention;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,11 +24,11 @@ impl Background {
         // The drain sweeps at once: releases a crash interrupted are
         // finished first.
         let mut tasks = vec![
-            crate::drain::spawn(context.clone()),
+            drain::spawn(context.clone()),
             log_summaries(context.clone(), log_summary),
-            crate::invariants::spawn(context.clone()),
+            invariants::spawn(context.clone()),
         ];
-        tasks.extend(crate::retention::spawn(context, retention));
+        tasks.extend(retention::spawn(context, retention));
         Self { tasks }
     }
 

@@ -5,6 +5,7 @@
 mod banner;
 mod bench;
 mod check_config;
+mod error;
 mod init;
 mod outbox;
 mod outbox_move;
@@ -25,6 +26,7 @@ use crate::startup::{Application, StartupError, connect_store};
 use banner::Banner;
 
 pub use bench::{http_header, read_http_request};
+pub use error::CliError;
 pub use send::SendArgs;
 pub use sign::{SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with};
 
@@ -95,28 +97,6 @@ pub enum Command {
     /// pre-signed deliveries, measure the database's ceiling without HTTP,
     /// check every balance; exit 1 if anything is wrong.
     Bench(Box<bench::BenchArgs>),
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Startup(#[from] StartupError),
-    #[error("server stopped with an error: {0}")]
-    Serve(std::io::Error),
-    #[error("{0}")]
-    Send(String),
-    #[error("{0}")]
-    Init(String),
-    #[error("{0} invariant violation(s); see the JSON on stdout")]
-    Violations(usize),
-    #[error("{0}")]
-    Check(crate::store::StoreError),
-}
-
-impl From<config::ConfigError> for CliError {
-    fn from(error: config::ConfigError) -> Self {
-        CliError::Startup(error.into())
-    }
 }
 
 pub async fn run(cli: Cli) -> Result<(), CliError> {

@@ -2,15 +2,15 @@
 //! run them apart from `serve`) and `hookledger outbox replay` (`outbox
 //! move` is in `outbox_move`).
 
-use chrono::{DateTime, Utc};
-use clap::{Args, Subcommand};
-
-use super::CliError;
 use std::sync::Arc;
 
 use actix_web::web::Data;
 use actix_web::{App, HttpServer};
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
 
+use super::error::CliError;
+use super::outbox_move::MoveArgs;
 use crate::clock::SystemClock;
 use crate::config::Config;
 use crate::outbox::Relays;
@@ -29,7 +29,7 @@ pub enum OutboxCommand {
     /// the pending ones there. The old copies of messages the new
     /// destination has already are dropped; what a relay still on the old
     /// config is sending stays.
-    Move(super::outbox_move::MoveArgs),
+    Move(MoveArgs),
 }
 
 /// Connections the relay's metrics listener serves at once.
@@ -61,35 +61,10 @@ pub struct ReplayArgs {
     account: Option<String>,
 }
 
-/// The configured destination named `name`, or an error naming the
-/// configured ones.
-pub(super) fn configured<'c>(
-    config: &'c Config,
-    name: &str,
-) -> Result<&'c crate::config::Destination, CliError> {
-    config
-        .destinations
-        .iter()
-        .find(|d| d.name == name)
-        .ok_or_else(|| {
-            let known: Vec<_> = config
-                .destinations
-                .iter()
-                .map(|d| d.name.as_str())
-                .collect();
-            CliError::Init(format!(
-                "no destination {name:?} in the config (configured: {})",
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })
-}
-
 pub async fn replay(config: Config, args: ReplayArgs) -> Result<(), CliError> {
-    configured(&config, &args.destination)?;
+    config
+        .destination(&args.destination)
+        .map_err(CliError::Init)?;
     if !["dead", "delivered"].contains(&args.status.as_str()) {
         return Err(CliError::Init(format!(
             "--status {:?}: replay re-queues dead or delivered messages",

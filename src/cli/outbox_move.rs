@@ -4,8 +4,7 @@
 
 use clap::Args;
 
-use super::CliError;
-use super::outbox::configured;
+use super::error::CliError;
 use crate::config::Config;
 use crate::startup::{StartupError, connect_store};
 
@@ -20,10 +19,10 @@ pub struct MoveArgs {
 }
 
 pub async fn run(config: Config, args: MoveArgs) -> Result<(), CliError> {
-    let to = configured(&config, &args.to)?;
+    let to = config.destination(&args.to).map_err(CliError::Init)?;
     // A configured destination's messages are its relays' own: moving
     // them would take rows from under a relay that is sending them.
-    if configured(&config, &args.from).is_ok() {
+    if config.destination(&args.from).is_ok() {
         return Err(CliError::Init(format!(
             "--from {:?} is still configured: its relays send its messages",
             args.from

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use clap::Args;
 
-use super::CliError;
+use super::error::CliError;
 use crate::config::Config;
 use crate::domain::Status;
 use crate::replay::{Asked, REPLAYABLE, ReplayError, Stored, describe, map, replay, unchanged};

@@ -4,7 +4,7 @@
 
 use clap::Args;
 
-use super::CliError;
+use super::error::CliError;
 use crate::config::Config;
 use crate::domain::{Status, money};
 use crate::startup::{StartupError, connect_store};

@@ -83,6 +83,27 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
+impl Config {
+    /// The configured destination named `name`, or what to tell the person
+    /// who named it: the names configured.
+    pub fn destination(&self, name: &str) -> Result<&Destination, String> {
+        self.destinations
+            .iter()
+            .find(|d| d.name == name)
+            .ok_or_else(|| {
+                let known: Vec<_> = self.destinations.iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "no destination {name:?} in the config (configured: {})",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                )
+            })
+    }
+}
+
 /// How long raw payloads are kept (README "Retention").
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::link::{Link, ReverseRequest};
+use super::link::{Link, Reversal};
 use super::money::json_kind;
 use super::text;
 use super::{AccountId, AmountFormat, Currency, EventId, PositiveAmount};
@@ -151,6 +151,40 @@ pub struct Rejection {
     pub currency: Option<Currency>,
     pub signed_amount: Option<i64>,
     pub sequence: Option<i64>,
+}
+
+/// A reversal as a provider's event states it. Its account is the
+/// payment's: most providers' refund objects carry no customer reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReverseRequest {
+    pub direction: Direction,
+    pub currency: Currency,
+    /// For [`Basis::Total`], the provider's running total.
+    pub amount: PositiveAmount,
+    /// The account the event itself names, if any: it must be the payment's.
+    pub account: Option<AccountId>,
+    pub sequence: i64,
+    pub reversal: Reversal,
+}
+
+impl ReverseRequest {
+    /// The signed amount as stated (for a total: minus the total).
+    pub fn signed_amount(&self) -> i64 {
+        match self.direction {
+            Direction::Credit => self.amount.minor(),
+            Direction::Debit => -self.amount.minor(),
+        }
+    }
+
+    pub fn reject(&self, reason: &str) -> Rejection {
+        Rejection {
+            reason: reason.to_owned(),
+            account: self.account.clone(),
+            currency: Some(self.currency),
+            signed_amount: Some(self.signed_amount()),
+            sequence: Some(self.sequence),
+        }
+    }
 }
 
 /// Sequences are bounded to +/-2^62 so that every comparison and step the

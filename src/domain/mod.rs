@@ -9,6 +9,7 @@ mod link;
 mod message;
 mod money;
 mod ordering;
+mod reversal_fields;
 mod shown;
 mod status;
 pub mod text;
@@ -16,10 +17,10 @@ pub mod text;
 pub use currency::{Currency, CurrencyError};
 pub use event::{
     Direction, MAX_SEQUENCE, Movement, NormalisedEvent, Posting, PostingFields, Rejection,
-    SEQUENCE_FLOOR,
+    ReverseRequest, SEQUENCE_FLOOR,
 };
 pub use ids::{AccountId, EventId, IdError, SourceName};
-pub use link::{Basis, Link, Reversal, ReversalFields, ReverseRequest, payment_ref};
+pub use link::{Basis, Link, Reversal, payment_ref};
 pub use message::{MessageType, Route, Routes};
 pub use money::{
     AmountError, AmountFormat, MAX_AMOUNT_MINOR, PositiveAmount, format_minor, parse_decimal,
@@ -28,5 +29,6 @@ pub use ordering::{
     DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, NegativeBalance, OnStale, OrderingMode,
     OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges, sequence_text,
 };
+pub use reversal_fields::ReversalFields;
 pub use shown::{minor_units, money};
 pub use status::Status;

@@ -20,7 +20,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Action, OperatorError, Request, act};
+use super::error::OperatorError;
+use super::held::{Action, Request, act};
 use crate::domain::{NegativeBalance, OrderingMode, SEQUENCE_FLOOR, Status};
 use crate::source::Source;
 use crate::store::{EventRow, NewAudit, Store};

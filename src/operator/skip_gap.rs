@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
 
-use super::OperatorError;
+use super::error::OperatorError;
 use crate::domain::{OnStale, Ranges, Status};
 use crate::ingest::release::{self, Gaps, Release};
 use crate::store::{NewAudit, Store};

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Store, StoreError, on_pool};
-use crate::domain::Status;
+use crate::domain::{HeldCount, PoolUsage};
 
 /// Held events per status, and when the oldest of each was first received
 /// (SQLite: the minimum of RFC 3339 text in UTC, exact to the second).
@@ -15,29 +15,6 @@ select status, count(*), min(first_received_at)
 from intents where status in ('stale', 'rejected', 'waiting', 'unmatched')
 group by status
 order by status";
-
-/// The statuses that wait for a delivery or a person.
-pub const HELD_STATUSES: [Status; 4] = [
-    Status::Stale,
-    Status::Rejected,
-    Status::Waiting,
-    Status::Unmatched,
-];
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldCount {
-    pub status: String,
-    pub count: i64,
-    pub oldest_received_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolUsage {
-    pub max: u32,
-    /// Connections open now, idle ones included.
-    pub open: u32,
-    pub idle: u32,
-}
 
 impl Store {
     /// The held statuses that have events; a status with none is absent.

@@ -27,12 +27,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
+pub use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
 pub use check::Violation;
 pub use error::StoreError;
-pub use gauges::{HELD_STATUSES, HeldCount, PoolUsage};
 pub use outbox::{
-    Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, OutboxStats,
-    Recorded, Replay, Tidied,
+    Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, Recorded,
+    Replay, Tidied,
 };
 pub use read::EventFilter;
 pub use rows::{

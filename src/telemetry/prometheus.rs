@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 
 use super::Metrics;
 use super::instruments::Labels;
-use crate::store::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
+use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
 
 pub use prometheus_text::CONTENT_TYPE;
 

@@ -30,7 +30,7 @@ pub use behind::Tidied;
 pub use clock::ClockReading;
 pub use relay::{Attempted, Recorded};
 pub use requeue::Replay;
-pub use stats::{OutboxEntry, OutboxStats};
+pub use stats::OutboxEntry;
 pub use unconfigured::{Holding, Moved};
 
 pub use handle::Outbox;

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::super::{Store, StoreError, on_pool};
+use crate::domain::OutboxStats;
 
 const PENDING: &str = "
 select count(*),
@@ -55,17 +56,6 @@ pub struct OutboxEntry {
     pub last_error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub delivered_ms: Option<i64>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct OutboxStats {
-    pub destination: String,
-    /// Not delivered yet, in flight included.
-    pub pending: i64,
-    pub in_flight: i64,
-    pub oldest_pending_at: Option<DateTime<Utc>>,
-    pub delivered_last_hour: i64,
-    pub dead: i64,
 }
 
 impl Store {

@@ -127,7 +127,7 @@ pub fn config(data: &[u8]) {
         "SET" => Some("whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4".to_owned()),
         _ => None,
     };
-    let _ = crate::config::from_toml(text, &env);
+    let _ = crate::config::from_toml_reading(text, &env, &crate::outbox::destinations::check);
 }
 
 /// The JSON path reader: parsing any text and looking it up in a fixed

@@ -86,6 +86,10 @@ fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
 
 impl Application {
     pub async fn build(mut config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
+        // The destinations' own keys, read as the relays will read them: a
+        // config loaded without reading them (`config::from_toml`) is
+        // refused here, before anything runs.
+        crate::outbox::destinations::check_all(&config.destinations)?;
         let address = config.listen.clone();
         let bind_error = |source| StartupError::Bind {
             address: address.clone(),

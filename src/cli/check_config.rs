@@ -3,8 +3,9 @@
 //! source with its kind, scope, endpoint and where its secrets come from,
 //! the database (no password), the admin token's origin, and the warnings.
 
-use crate::config::Config;
+use crate::config::{Config, process_env};
 use crate::domain::OrderingMode;
+use crate::outbox::destinations::describe;
 
 /// `postgres://app:hunter2@db/hl` -> `postgres://app:***@db/hl`, and any
 /// `password=` query parameter hidden too. The user information ends at the
@@ -78,7 +79,7 @@ pub fn report(config: &Config) -> Vec<String> {
     for destination in &config.destinations {
         lines.push(row(
             &format!("destination {}", destination.name),
-            &crate::config::describe_destination(destination),
+            &describe(destination, &process_env).unwrap_or_else(|e| e.to_string()),
         ));
     }
     for warning in &config.warnings {

@@ -22,6 +22,7 @@ use clap::{Parser, Subcommand};
 
 use crate::clock::SystemClock;
 use crate::config::{self, Config};
+use crate::outbox::destinations;
 use crate::startup::{Application, StartupError, connect_store};
 use banner::Banner;
 
@@ -170,7 +171,7 @@ async fn check(config: Config) -> Result<(), CliError> {
 }
 
 fn load(path: &Option<PathBuf>) -> Result<Config, config::ConfigError> {
-    config::load(path.as_deref(), &config::process_env)
+    config::load(path.as_deref(), &config::process_env, &destinations::check)
 }
 
 async fn serve(config: Config) -> Result<(), CliError> {

@@ -140,8 +140,12 @@ struct Target {
 fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
     let source = match &args.source {
         Some(name) => {
-            let config = crate::config::load(config, &crate::config::process_env)
-                .map_err(|e| e.to_string())?;
+            let config = crate::config::load(
+                config,
+                &crate::config::process_env,
+                &crate::outbox::destinations::check,
+            )
+            .map_err(|e| e.to_string())?;
             let position = config.sources.iter().position(|s| s.name.as_str() == name);
             let Some(position) = position else {
                 let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();

@@ -2,23 +2,14 @@
 //! name (what the audit log records) and optionally read-only (pages and
 //! API, never apply, dismiss, skip, reset or replay).
 
-use serde::Deserialize;
-
+use super::error::Problems;
+use super::raw::RawAdminToken;
 use super::secrets::resolve_token;
-use super::{ConfigError, Env, Problems};
+use super::{ConfigError, Env};
 use crate::secret::Secret;
 
 /// The name `admin.token` goes by in the audit log.
 pub const MAIN_ADMIN: &str = "admin";
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAdminToken {
-    pub name: String,
-    pub token: String,
-    #[serde(default)]
-    pub read_only: bool,
-}
 
 /// One admin token and who holds it.
 #[derive(Debug, Clone)]

@@ -1,31 +1,31 @@
 //! `[[destinations]]`: where the outbox sends (README "Telling your other
-//! systems"). The keys every kind has are validated here, each kind's own
-//! by its file in `outbox::destinations`, all at start-up: a relay never
-//! meets a destination it cannot use.
+//! systems"). The keys every kind has are validated here. Each kind's own
+//! keys are kept as written and read by the kind's file in
+//! `outbox::destinations`, which `load` is given as [`CheckKind`]: a
+//! destination its kind refuses fails the config with every other problem,
+//! at start-up, so a relay never meets a destination it cannot use.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::error::{Problems, in_range, without_strings};
+use super::raw::RawDestination;
 use super::{ConfigError, Env};
 use crate::domain::{MessageType, Route, Routes, SourceName};
-use crate::outbox::destinations::{self, DestinationKind};
 
-/// A `[[destinations]]` table: the keys every kind has, and the kind's own
-/// (`settings`), which its file reads and checks (unknown keys included).
-#[derive(Debug, Default, Deserialize)]
-pub struct RawDestination {
-    pub name: String,
-    pub kind: String,
-    pub events: Option<Vec<String>>,
-    pub ordered_by_account: Option<bool>,
-    pub max_attempts: Option<u64>,
-    pub timeout_secs: Option<u64>,
-    #[serde(flatten)]
-    pub settings: toml::Table,
+/// Reads one destination's kind and that kind's own keys (the destination
+/// named `key` in errors; `env` for `env:` secrets): the outbox's
+/// `destinations::check`, given by whoever loads the config, since the
+/// kinds (and what they send with) stand above the config.
+pub type CheckKind<'a> = &'a dyn Fn(&Destination, Env<'_>, &str) -> Result<(), ConfigError>;
+
+/// Leaves every destination's kind to be read at start-up (tests that
+/// build a config and start the application with it).
+pub fn kinds_at_start_up(_: &Destination, _: Env<'_>, _: &str) -> Result<(), ConfigError> {
+    Ok(())
 }
 
 /// A key that takes one string or several (a secret, for rotation).
@@ -71,8 +71,9 @@ fn holds_a_date(value: &toml::Value) -> bool {
     }
 }
 
-/// A validated destination.
-#[derive(Debug, Clone)]
+/// A validated destination: the keys every kind has, and the kind's own
+/// as written.
+#[derive(Clone)]
 pub struct Destination {
     pub name: String,
     pub types: Vec<MessageType>,
@@ -83,25 +84,27 @@ pub struct Destination {
     pub max_attempts: u32,
     /// One attempt's bound (connect, send, answer).
     pub timeout: Duration,
-    /// Where and how: the kind's own settings.
-    pub target: Arc<dyn DestinationKind>,
+    /// `kind = "..."`: which file of `outbox::destinations` reads
+    /// `settings`.
+    pub kind: String,
+    /// The kind's own keys as written (a secret as its value or its
+    /// `env:` name).
+    pub settings: toml::Table,
 }
 
-/// One line for people (`check-config`, the banner): never a secret.
-pub fn describe_destination(destination: &Destination) -> String {
-    let types: Vec<_> = destination.types.iter().map(|t| t.as_str()).collect();
-    format!(
-        "{}; {}; {}; {} attempts, {} s timeout",
-        destination.target.describe(),
-        types.join(", "),
-        if destination.ordered_by_account {
-            "in order per account"
-        } else {
-            "unordered"
-        },
-        destination.max_attempts,
-        destination.timeout.as_secs()
-    )
+/// The kind's keys are named, never their values: one may be a secret.
+impl fmt::Debug for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Destination")
+            .field("name", &self.name)
+            .field("types", &self.types)
+            .field("ordered_by_account", &self.ordered_by_account)
+            .field("max_attempts", &self.max_attempts)
+            .field("timeout", &self.timeout)
+            .field("kind", &self.kind)
+            .field("settings", &self.settings.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// The write path's view of the destinations.
@@ -121,6 +124,7 @@ pub fn routes(destinations: &[Destination]) -> Routes {
 pub(super) fn build_destinations(
     raw: Vec<RawDestination>,
     env: Env<'_>,
+    kinds: CheckKind<'_>,
 ) -> Result<Vec<Destination>, ConfigError> {
     let mut seen = HashSet::new();
     let mut problems = Problems::default();
@@ -134,14 +138,19 @@ pub(super) fn build_destinations(
             ));
             continue;
         }
-        if let Some(destination) = problems.take(build_one(raw, env, &key)) {
+        if let Some(destination) = problems.take(build_one(raw, env, &key, kinds)) {
             built.push(destination);
         }
     }
     problems.into_result().map(|()| built)
 }
 
-fn build_one(raw: RawDestination, env: Env<'_>, key: &str) -> Result<Destination, ConfigError> {
+fn build_one(
+    raw: RawDestination,
+    env: Env<'_>,
+    key: &str,
+    kinds: CheckKind<'_>,
+) -> Result<Destination, ConfigError> {
     let name = SourceName::parse(&raw.name)
         .map_err(|e| ConfigError::new(format!("{key}.name"), e.to_string()))?;
     let key = format!("destinations[{}]", name.as_str());
@@ -169,22 +178,17 @@ fn build_one(raw: RawDestination, env: Env<'_>, key: &str) -> Result<Destination
         raw.timeout_secs.unwrap_or(10),
         1..=300,
     )?;
-    let Some(parse) = destinations::parser_for(&raw.kind) else {
-        let known: Vec<_> = destinations::known_kinds().collect();
-        return Err(ConfigError::new(
-            format!("{key}.kind"),
-            format!("unknown kind {:?} (known: {})", raw.kind, known.join(", ")),
-        ));
-    };
-    let target = parse(raw.settings, env, &key)?;
-    Ok(Destination {
+    let destination = Destination {
         name: name.as_str().to_owned(),
         types,
         ordered_by_account: raw.ordered_by_account.unwrap_or(false),
         max_attempts: max_attempts as u32,
         timeout: Duration::from_secs(timeout_secs),
-        target,
-    })
+        kind: raw.kind,
+        settings: raw.settings,
+    };
+    kinds(&destination, env, &key)?;
+    Ok(destination)
 }
 
 /// A URL with the given schemes and no credentials in it (they would reach

@@ -1,8 +1,10 @@
 //! A source's verification keys: from its secrets, or for a kind that
 //! verifies with certificates (PayPal), from its certificate files.
 
+use super::error::Problems;
 use super::raw::RawSource;
-use super::{ConfigError, Env, Problems, resolve_secret};
+use super::secrets::origin_of;
+use super::{ConfigError, Env, resolve_secret};
 use crate::secret::Secret;
 
 /// The source's verification keys, from its secrets, or for a kind that
@@ -106,9 +108,9 @@ pub(super) fn origins(raw: &RawSource) -> Vec<String> {
         .iter()
         .map(
             |value| match (&raw.secrets_from, value.strip_prefix("env:")) {
-                (_, Some(_)) => super::origin_of(value),
+                (_, Some(_)) => origin_of(value),
                 (Some(origin), None) => origin.clone(),
-                (None, None) => super::origin_of(value),
+                (None, None) => origin_of(value),
             },
         )
         .collect()

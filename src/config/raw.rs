@@ -28,7 +28,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub sources: Vec<RawSource>,
     #[serde(default)]
-    pub destinations: Vec<super::destinations::RawDestination>,
+    pub destinations: Vec<RawDestination>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -70,11 +70,20 @@ pub struct RawRetention {
 pub struct RawAdmin {
     pub token: Option<String>,
     #[serde(default)]
-    pub tokens: Vec<super::admins::RawAdminToken>,
+    pub tokens: Vec<RawAdminToken>,
     /// The environment variable that set `token`, if one did.
     #[serde(skip)]
     pub token_from: Option<String>,
     pub session_ttl_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminToken {
+    pub name: String,
+    pub token: String,
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -142,4 +151,18 @@ pub enum RawOnStale {
 pub struct RawOnStaleTable {
     pub credit: Option<StaleAction>,
     pub debit: Option<StaleAction>,
+}
+
+/// A `[[destinations]]` table: the keys every kind has, and the kind's own
+/// (`settings`), which its file reads and checks (unknown keys included).
+#[derive(Debug, Default, Deserialize)]
+pub struct RawDestination {
+    pub name: String,
+    pub kind: String,
+    pub events: Option<Vec<String>>,
+    pub ordered_by_account: Option<bool>,
+    pub max_attempts: Option<u64>,
+    pub timeout_secs: Option<u64>,
+    #[serde(flatten)]
+    pub settings: toml::Table,
 }

@@ -1,12 +1,20 @@
 //! Secrets in the config: `env:` references, where each came from, the
 //! ones hookledger generates itself, and warnings for placeholders.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::generated::{self, Flavor};
 use super::raw::RawConfig;
-use super::{ConfigError, Env, SelfManaged};
+use super::{ConfigError, Env};
 use crate::secret::Secret;
+
+/// A secret hookledger generated and keeps in `data_dir` itself.
+#[derive(Debug, Clone)]
+pub struct SelfManaged {
+    pub what: &'static str,
+    pub file: PathBuf,
+    pub secret: Secret,
+}
 
 /// Secrets written in the file that look like something meant to be
 /// replaced (`$STRIPE_WEBHOOK_SECRET`, `<secret>`): taken literally, they

@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use std::time::Duration;
 
 use super::*;
 use crate::domain::{OnStale, OrderingMode, OrderingPolicy, StaleAction};
@@ -268,7 +269,7 @@ fn without_a_file_a_demo_source_and_token_are_generated_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let env = with_env(&[("HOOKLEDGER_DATA_DIR", data.to_str().unwrap())]);
-    let first = build(RawConfig::default(), &env, true).unwrap();
+    let first = build::build(RawConfig::default(), &env, true, &kinds_at_start_up).unwrap();
     assert_eq!(first.sources[0].name.as_str(), "demo");
     assert_eq!(first.sources[0].provider.kind(), "standard-webhooks");
     assert_eq!(first.self_managed.len(), 2);
@@ -276,7 +277,7 @@ fn without_a_file_a_demo_source_and_token_are_generated_and_kept() {
         first.database_url.starts_with("sqlite://")
             && first.database_url.ends_with("data/hookledger.db")
     );
-    let second = build(RawConfig::default(), &env, true).unwrap();
+    let second = build::build(RawConfig::default(), &env, true, &kinds_at_start_up).unwrap();
     assert_eq!(second.self_managed.len(), 2);
     assert_eq!(first.admin.token, second.admin.token);
     assert_eq!(first.sources[0].keys, second.sources[0].keys);

@@ -154,8 +154,12 @@ async fn bench(
     config_path: &std::path::Path,
     (secret, sink): (Secret, &sink::Sink),
 ) -> Result<(), String> {
-    let config =
-        config::load(Some(config_path), &config::process_env).map_err(|e| e.to_string())?;
+    let config = config::load(
+        Some(config_path),
+        &config::process_env,
+        &crate::outbox::destinations::check,
+    )
+    .map_err(|e| e.to_string())?;
     let duration = Duration::from_secs(args.seconds);
     let mut ledger = Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts);
     let mut rng = Rng::new(seed);

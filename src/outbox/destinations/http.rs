@@ -10,7 +10,7 @@ use chrono::Utc;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
 use serde::Deserialize;
 
-use super::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
 use crate::config::{ConfigError, Env, OneOrMany, kind_settings, plain_url, resolve_secret};
 use crate::providers::{KindSettings, Unsigned, provider_for};
 use crate::secret::{KeyBytes, Secret};

@@ -2,18 +2,19 @@
 //! file reads and checks the kind's own config keys ([`DestinationKind`])
 //! and sends ([`Deliver`]): a destination gets a rendered message and says
 //! whether the other side acknowledged it. It never touches the database;
-//! the relay never builds a request.
+//! the relay never builds a request. The config keeps a kind's keys as
+//! written; they are read here, at load ([`check`], which `config::load`
+//! is given) and again when the relays start.
 
+mod deliver;
 mod http;
 mod nats;
 
-use std::fmt::Debug;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::config::{ConfigError, Destination, Env};
+use crate::config::{ConfigError, Destination, Env, process_env};
+
+pub use deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
 
 /// Reads a kind's own keys of one `[[destinations]]` table (named `key` in
 /// errors), `env` for `env:` secrets.
@@ -36,79 +37,83 @@ pub fn known_kinds() -> impl Iterator<Item = &'static str> {
     KINDS.iter().map(|(name, _)| *name)
 }
 
-/// A configured destination's kind: its checked settings. `Debug` and
-/// [`DestinationKind::describe`] never show a secret.
-pub trait DestinationKind: Debug + Send + Sync {
-    /// Where it sends, for people (`check-config`).
-    fn describe(&self) -> String;
-    /// A sender; every attempt is bounded by `timeout`.
-    fn sender(&self, timeout: Duration) -> Box<dyn Deliver>;
+/// What `config::load` is given to read each destination's own keys: the
+/// kind must be known, and its file must accept them.
+pub fn check(destination: &Destination, env: Env<'_>, key: &str) -> Result<(), ConfigError> {
+    read(destination, env, key).map(drop)
 }
 
-/// A message ready to go.
-#[derive(Debug, Clone)]
-pub struct Outgoing<'a> {
-    /// The message id (`webhook-id`, `Nats-Msg-Id`): the consumer
-    /// deduplicates on it.
-    pub id: &'a str,
-    pub message_type: &'a str,
-    pub source: &'a str,
-    pub currency: Option<&'a str>,
-    /// The JSON body.
-    pub body: &'a [u8],
+/// Every configured destination read again, as at load, with the
+/// process's environment: what start-up refuses before anything runs.
+pub fn check_all(destinations: &[Destination]) -> Result<(), ConfigError> {
+    destinations
+        .iter()
+        .try_for_each(|d| read(d, &process_env, &key_of(d)).map(drop))
 }
 
-/// Why an attempt failed, for the row's `last_error` (never a secret) and
-/// the wait before the next one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendError {
-    pub reason: String,
-    /// The destination asked for this wait (HTTP `Retry-After`).
-    pub retry_after: Option<Duration>,
+/// A destination's kind, reading its own keys.
+fn read(
+    destination: &Destination,
+    env: Env<'_>,
+    key: &str,
+) -> Result<Arc<dyn DestinationKind>, ConfigError> {
+    let Some(parse) = parser_for(&destination.kind) else {
+        let known: Vec<_> = known_kinds().collect();
+        return Err(ConfigError::new(
+            format!("{key}.kind"),
+            format!(
+                "unknown kind {:?} (known: {})",
+                destination.kind,
+                known.join(", ")
+            ),
+        ));
+    };
+    parse(destination.settings.clone(), env, key)
 }
 
-impl SendError {
-    pub fn new(reason: impl Into<String>) -> Self {
-        Self {
-            reason: reason.into(),
-            retry_after: None,
-        }
+/// How the config names a destination in errors.
+fn key_of(destination: &Destination) -> String {
+    format!("destinations[{}]", destination.name)
+}
+
+/// One line for people (`check-config`): never a secret.
+pub fn describe(destination: &Destination, env: Env<'_>) -> Result<String, ConfigError> {
+    let target = read(destination, env, &key_of(destination))?;
+    let types: Vec<_> = destination.types.iter().map(|t| t.as_str()).collect();
+    Ok(format!(
+        "{}; {}; {}; {} attempts, {} s timeout",
+        target.describe(),
+        types.join(", "),
+        if destination.ordered_by_account {
+            "in order per account"
+        } else {
+            "unordered"
+        },
+        destination.max_attempts,
+        destination.timeout.as_secs()
+    ))
+}
+
+/// The sender for a configured destination, its keys read with the
+/// process's environment. Start-up refuses a destination they fail for
+/// ([`check_all`]); one that reaches a relay anyway (a config built
+/// without the check and not started) fails every attempt, saying why.
+pub fn sender(destination: &Destination) -> Box<dyn Deliver> {
+    match read(destination, &process_env, &key_of(destination)) {
+        Ok(target) => target.sender(destination.timeout),
+        Err(error) => Box::new(Unusable(error.to_string())),
     }
 }
 
-pub type Sending<'a> = Pin<Box<dyn Future<Output = Result<(), SendError>> + Send + 'a>>;
+/// A destination whose keys its kind refused.
+struct Unusable(String);
 
-/// A destination's sender.
-pub trait Deliver: Send + Sync {
-    /// Sends one message; `Ok` only once the destination acknowledged it.
-    /// The relay bounds every call by the destination's `timeout_secs`.
-    fn deliver<'a>(&'a self, message: &'a Outgoing<'a>) -> Sending<'a>;
-}
-
-/// The sender for a configured destination.
-pub fn sender(destination: &Destination) -> Box<dyn Deliver> {
-    destination.target.sender(destination.timeout)
+impl Deliver for Unusable {
+    fn deliver<'a>(&'a self, _: &'a Outgoing<'a>) -> Sending<'a> {
+        let reason = format!("this destination cannot be used: {}", self.0);
+        Box::pin(async move { Err(SendError::new(reason)) })
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A mistyped common key (`ordered_by_acount`) reaches the kind's own
-    /// settings: each kind must refuse it, or it would be dropped silently.
-    #[test]
-    fn every_kind_refuses_a_key_it_does_not_know() {
-        for name in known_kinds() {
-            let mut settings = toml::Table::new();
-            settings.insert("ordered_by_acount".into(), toml::Value::Boolean(true));
-            let parse = parser_for(name).unwrap();
-            let error = parse(settings, &|_| None, "destinations[d]").unwrap_err();
-            assert!(
-                error
-                    .to_string()
-                    .contains("unknown field `ordered_by_acount`"),
-                "{name}: {error}"
-            );
-        }
-    }
-}
+mod tests;

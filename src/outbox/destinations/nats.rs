@@ -13,7 +13,7 @@ use async_nats::jetstream::{self, stream};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
 use crate::config::{ConfigError, Env, kind_settings, plain_url};
 
 /// The keys of `kind = "nats"`.

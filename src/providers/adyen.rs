@@ -30,11 +30,13 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
-use super::fields::{event_type_at, time_order};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, hmac_sha256, map_event, parse_json,
-};
+use super::delivery::Delivery;
+use super::fields::{event_type_at, lookup, time_order};
+use super::hmac_sha256;
+use super::mapping::{MapError, Mapping, parse_json};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, EventId, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 
@@ -129,7 +131,7 @@ fn field(item: &Map<String, Value>, path: &str) -> String {
         .map_or((path, None), |(f, r)| (f, Some(r)));
     let value = item
         .get(first)
-        .and_then(|v| rest.map_or(Some(v), |rest| super::lookup(v, rest)));
+        .and_then(|v| rest.map_or(Some(v), |rest| lookup(v, rest)));
     match value {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Number(n)) => n.to_string(),

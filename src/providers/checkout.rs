@@ -17,12 +17,13 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{event_id_at, event_type_at, time_order};
 use super::header_tag::{Encoding, HeaderTag};
-use super::{
-    Amount, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
 use crate::secret::KeyBytes;
 

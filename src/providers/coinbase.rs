@@ -13,12 +13,13 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::fields::{event_id_at, event_type_at, time_order};
+use super::delivery::Delivery;
+use super::fields::{event_id_at, event_type_at, lookup, time_order};
 use super::header_tag::{Encoding, HeaderTag};
-use super::{
-    Amount, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Currency, NormalisedEvent, format_minor};
 use crate::secret::KeyBytes;
 
@@ -84,10 +85,8 @@ impl Provider for Coinbase {
         payload: &Value,
         mapping: &Mapping,
     ) -> Result<Vec<NormalisedEvent>, MapError> {
-        let (sequence, created) = time_order(
-            super::lookup(payload, "event.created_at"),
-            "event.created_at",
-        );
+        let (sequence, created) =
+            time_order(lookup(payload, "event.created_at"), "event.created_at");
         let view = EventView {
             event_id: event_id_at(payload, "event.id")?,
             event_type: event_type_at(payload, "event.type")?,

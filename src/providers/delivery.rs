@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::VerifyError;
+use super::verification::VerifyError;
 
 /// Read access to request headers.
 pub trait HeaderSource {

@@ -5,8 +5,20 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{MapError, VerifyError};
+use super::mapping::MapError;
+use super::verification::VerifyError;
 use crate::domain::EventId;
+
+/// A dotted path into `root` (see [`JsonPath`](super::JsonPath)); for the
+/// kinds' own constant paths.
+pub(crate) fn lookup<'v>(root: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.')
+        .try_fold(root, |value, segment| match value {
+            Value::Object(map) => map.get(segment),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        })
+}
 
 /// Rejects a signed timestamp too far from `now`, in the past or the future.
 pub(crate) fn check_tolerance(
@@ -46,7 +58,7 @@ pub(crate) fn from_unix_seconds(seconds: i64) -> Option<DateTime<Utc>> {
 
 /// An event id from a JSON string (or integer) field.
 pub(crate) fn event_id_at(payload: &Value, path: &'static str) -> Result<EventId, MapError> {
-    match super::lookup(payload, path) {
+    match lookup(payload, path) {
         Some(Value::String(id)) => Ok(EventId::parse(id)?),
         Some(Value::Number(n)) if n.is_u64() || n.is_i64() => Ok(EventId::parse(&n.to_string())?),
         _ => Err(MapError::MissingEventId(path)),
@@ -55,7 +67,7 @@ pub(crate) fn event_id_at(payload: &Value, path: &'static str) -> Result<EventId
 
 /// The event type from a JSON string field; absent means "" (ignored).
 pub(crate) fn event_type_at(payload: &Value, path: &str) -> Result<String, MapError> {
-    match super::lookup(payload, path) {
+    match lookup(payload, path) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(t)) if t.len() <= 255 => Ok(t.clone()),
         Some(_) => Err(MapError::BadEventType),

@@ -18,20 +18,26 @@
 //! (`account_id`) and `sequence_path` (default: the signed timestamp)
 //! where it is.
 
+mod scheme;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{check_tolerance, event_id_at, event_type_at, parse_unix_seconds, time_of};
 pub use super::header_tag::Encoding;
 use super::hmac_sha256::{self, HmacSha256, HmacSha512};
-use super::{
-    Amount, Delivery, Effect, EventView, Key, KindSettings, MapError, Mapping, Provider, Rule,
-    Sample, SettingsError, SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event,
+use super::mapping::{MapError, Mapping};
+use super::provider::{
+    KindSettings, Provider, Sample, SettingsError, SignedParts, Unsigned, VerifyPolicy,
 };
+use super::rules::{Amount, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, EventId, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
+pub use scheme::{Algorithm, Part, Scheme};
 
 /// Where the paths come from: the source's config (required there).
 const CONFIGURED: Amount = Amount::Path {
@@ -64,77 +70,6 @@ static RULES: &[Rule] = &[
         optional: true,
     },
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    Sha256,
-    Sha512,
-}
-
-/// One piece of the signed payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Part {
-    Body,
-    Timestamp,
-    Id,
-    Literal(String),
-}
-
-/// How a generic source signs, from its config.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scheme {
-    pub header: &'static str,
-    pub prefix: Option<String>,
-    pub algorithm: Algorithm,
-    pub encoding: Encoding,
-    pub template: Vec<Part>,
-    pub timestamp_header: Option<&'static str>,
-    pub id_header: Option<&'static str>,
-}
-
-impl Scheme {
-    /// Parses `signed_payload`: `{body}` exactly once, `{timestamp}` and
-    /// `{id}` at most once each, anything else literal.
-    pub fn template(text: &str) -> Result<Vec<Part>, String> {
-        let mut parts = Vec::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            let next = ["{body}", "{timestamp}", "{id}"]
-                .iter()
-                .filter_map(|p| rest.find(p).map(|at| (at, *p)))
-                .min();
-            match next {
-                Some((0, placeholder)) => {
-                    parts.push(match placeholder {
-                        "{body}" => Part::Body,
-                        "{timestamp}" => Part::Timestamp,
-                        _ => Part::Id,
-                    });
-                    rest = &rest[placeholder.len()..];
-                }
-                Some((at, _)) => {
-                    parts.push(Part::Literal(rest[..at].to_owned()));
-                    rest = &rest[at..];
-                }
-                None => {
-                    parts.push(Part::Literal(rest.to_owned()));
-                    rest = "";
-                }
-            }
-        }
-        let count = |part: &Part| parts.iter().filter(|p| *p == part).count();
-        if count(&Part::Body) != 1 || count(&Part::Timestamp) > 1 || count(&Part::Id) > 1 {
-            return Err(format!(
-                "{text:?} must contain {{body}} once, and {{timestamp}} and {{id}} at most once"
-            ));
-        }
-        Ok(parts)
-    }
-
-    fn signs(&self, part: &Part) -> bool {
-        self.template.contains(part)
-    }
-}
 
 pub struct GenericHmac;
 

@@ -10,8 +10,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{KeyInit, Mac};
 
+use super::delivery::Delivery;
 use super::hmac_sha256::{self, HmacSha256};
-use super::{Delivery, Verified, VerifyError};
+use super::verification::{Verified, VerifyError};
 use crate::secret::KeyBytes;
 
 /// How a tag is written as text. Also `generic-hmac`'s `encoding`.

@@ -23,12 +23,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::fields::{body_digest_id, event_type_at, id_text, sequence_of, time_of};
+use super::delivery::Delivery;
+use super::fields::{body_digest_id, event_type_at, id_text, lookup, sequence_of, time_of};
 use super::header_tag::{Encoding, HeaderTag};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, lookup, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, EventId, NormalisedEvent};
 use crate::secret::KeyBytes;
 

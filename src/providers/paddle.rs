@@ -19,11 +19,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{check_tolerance, event_id_at, event_type_at, parse_unix_seconds, time_order};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, hmac_sha256, map_event,
-};
+use super::hmac_sha256;
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
 use crate::secret::KeyBytes;
 

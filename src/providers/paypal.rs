@@ -29,12 +29,14 @@ use sha2::Sha256;
 use x509_cert::Certificate;
 use x509_cert::der::{DecodePem, Encode};
 
+use super::delivery::Delivery;
 use super::fields::{event_id_at, event_type_at, rfc3339, time_order};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, KindSettings, MapError, Mapping, Provider,
-    Rule, Sample, SettingsError, SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy,
-    map_event,
+use super::mapping::{MapError, Mapping};
+use super::provider::{
+    KindSettings, Provider, Sample, SettingsError, SignedParts, Unsigned, VerifyPolicy,
 };
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 

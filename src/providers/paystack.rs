@@ -24,13 +24,14 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::fields::{body_digest_id, event_type_at, time_order};
+use super::delivery::Delivery;
+use super::fields::{body_digest_id, event_type_at, lookup, time_order};
 use super::header_tag::{Encoding, HeaderTag};
 use super::hmac_sha256::HmacSha512;
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, lookup, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, EventId, NormalisedEvent};
 use crate::secret::KeyBytes;
 

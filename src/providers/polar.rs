@@ -28,14 +28,15 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{event_type_at, sequence_of};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy, utf8_key};
+use super::rules::{Amount, Effect, EventView, Key, Rule, map_event};
 use super::standard_webhooks::{
     StandardWebhooks, body_time, sign_standard, signed_event_id, verify_signed,
 };
-use super::{
-    Amount, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event, utf8_key,
-};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 

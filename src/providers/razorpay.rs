@@ -22,12 +22,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{body_digest_id, event_type_at, from_unix_seconds};
 use super::header_tag::{Encoding, HeaderTag};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
 use crate::secret::KeyBytes;
 

@@ -35,12 +35,13 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::delivery::Delivery;
 use super::fields::{body_digest_id, sequence_of, time_of};
 use super::header_tag::{Encoding, HeaderTag};
-use super::{
-    Amount, Condition, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, map_event,
-};
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, Currency, NormalisedEvent, PositiveAmount, format_minor};
 use crate::secret::KeyBytes;
 

@@ -18,13 +18,15 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_PAD_INDIFFERENT};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::delivery::Delivery;
 use super::fields::{
     check_tolerance, event_type_at, from_unix_seconds, parse_unix_seconds, rfc3339,
 };
-use super::{
-    Amount, Delivery, Effect, EventView, Key, MapError, Mapping, Provider, Rule, Sample,
-    SignedParts, Unsigned, Verified, VerifyError, VerifyPolicy, hmac_sha256, map_event,
-};
+use super::hmac_sha256;
+use super::mapping::{MapError, Mapping};
+use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::rules::{Amount, Effect, EventView, Key, Rule, map_event};
+use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, EventId, NormalisedEvent};
 use crate::secret::{KeyBytes, Secret};
 

@@ -8,8 +8,9 @@
 //! named fields inside the body, in the body: a change in any of those is
 //! refused, which `adyen/tests.rs` covers; here only its round trip is.
 
+use super::provider::{KindSettings, Sample, Unsigned};
+use super::registry::{REGISTRY, provider_for};
 use super::testing::{key, verify_with};
-use super::{KindSettings, REGISTRY, Sample, Unsigned};
 use crate::rng::SplitMix64 as Rng;
 use crate::secret::{KeyBytes, Secret};
 
@@ -37,7 +38,7 @@ fn changed(bytes: &[u8], at: usize, rng: &mut Rng) -> Vec<u8> {
 
 /// A secret of the form `kind` takes.
 fn secret_for(kind: &str, n: u8) -> Option<KeyBytes> {
-    let provider = super::provider_for(kind)?;
+    let provider = provider_for(kind)?;
     let candidates = [
         format!("whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dn{n}4"),
         format!("44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA0{n}6"),

@@ -4,10 +4,11 @@
 use chrono::DateTime;
 use serde_json::Value;
 
-use super::{
-    Delivery, HeaderPairs, JsonPath, KindSettings, MapError, Mapping, Provider, SignedParts,
-    Unsigned, Verified, VerifyError, VerifyPolicy,
-};
+use super::delivery::{Delivery, HeaderPairs};
+use super::json_path::JsonPath;
+use super::mapping::{MapError, Mapping};
+use super::provider::{KindSettings, Provider, SignedParts, Unsigned, VerifyPolicy};
+use super::verification::{Verified, VerifyError};
 use crate::domain::NormalisedEvent;
 use crate::secret::{KeyBytes, Secret};
 

@@ -178,75 +178,115 @@ pub fn map_event(
     let root = view.root;
     let rule = rule_for(rules, &view.event_type, mapping)
         .filter(|rule| rule.when.iter().all(|c| holds(c, root)));
-    let object_path = match (&mapping.object_path, rule) {
-        (Some(path), _) => Some(path.as_str()),
-        (None, Some(rule)) if !rule.object.is_empty() => Some(rule.object),
-        _ => None,
-    };
-    let object = object_path
-        .map(|path| object_at(root, path))
-        .transpose()
-        .map(Option::flatten);
+    let object = object_of(root, rule, mapping);
     let Some(rule) = rule else {
-        let mut event = NormalisedEvent {
-            event_id: view.event_id,
-            event_type: view.event_type,
-            object_id: object.clone().ok().flatten(),
-            occurred_at: view.occurred_at,
-            movement: Movement::None,
-            payload: None,
-        };
-        if let Err(problem) = object {
-            event.reject_as(&problem);
-        }
-        return Ok(event);
+        return Ok(unmapped(view, object));
     };
     let (object_id, object_problem) = match object {
         Ok(object) => (object, None),
         Err(problem) => (None, Some(problem)),
     };
-    let (event_id, key_value) = match rule.key {
-        Key::EventId => (view.event_id, None),
+    let (event_id, key_value) = intent_key(rule, view.event_id, root)?;
+    let sequence = match &mapping.sequence_path {
+        Some(path) => super::fields::sequence_of(path.lookup(root), path.as_str()),
+        None => view.sequence,
+    };
+    let (movement, object_problem) = match amount_of(rule, root, mapping) {
+        Ok(found) => {
+            let sequence = (sequence, view.explicit_sequence);
+            let movement = movement(rule, mapping, root, &found, key_value, sequence);
+            (movement, object_problem)
+        }
+        // The amount's reason alone: an object's problem is not added.
+        Err(reason) => (no_amount(reason, sequence.ok()), None),
+    };
+    let mut event = NormalisedEvent {
+        event_id,
+        event_type: view.event_type,
+        object_id,
+        occurred_at: view.occurred_at,
+        movement,
+        payload: None,
+    };
+    if let Some(problem) = object_problem {
+        reject_for_object(&mut event, problem);
+    }
+    Ok(event)
+}
+
+/// The id of the provider object the event is about, at the source's
+/// object path, else the rule's: none where neither names one.
+fn object_of(
+    root: &Value,
+    rule: Option<&Rule>,
+    mapping: &Mapping,
+) -> Result<Option<String>, String> {
+    let object_path = match (&mapping.object_path, rule) {
+        (Some(path), _) => Some(path.as_str()),
+        (None, Some(rule)) if !rule.object.is_empty() => Some(rule.object),
+        _ => None,
+    };
+    object_path
+        .map(|path| object_at(root, path))
+        .transpose()
+        .map(Option::flatten)
+}
+
+/// An event no rule maps (or whose rule's conditions do not hold): it moves
+/// nothing, and is rejected only for an unreadable object id.
+fn unmapped(view: EventView<'_>, object: Result<Option<String>, String>) -> NormalisedEvent {
+    let mut event = NormalisedEvent {
+        event_id: view.event_id,
+        event_type: view.event_type,
+        object_id: object.clone().ok().flatten(),
+        occurred_at: view.occurred_at,
+        movement: Movement::None,
+        payload: None,
+    };
+    if let Err(problem) = object {
+        event.reject_as(&problem);
+    }
+    event
+}
+
+/// The event's intent key under `rule`, and for a key of a field, that
+/// field's value (a reinstatement keys the reversal it undoes by it).
+fn intent_key(
+    rule: &Rule,
+    event_id: EventId,
+    root: &Value,
+) -> Result<(EventId, Option<String>), MapError> {
+    Ok(match rule.key {
+        Key::EventId => (event_id, None),
         Key::Field { prefix, path } => {
             let value =
                 super::fields::id_text(lookup(root, path)).ok_or(MapError::MissingEventId(path))?;
             (EventId::parse(&format!("{prefix}:{value}"))?, Some(value))
         }
-    };
-    let sequence = match &mapping.sequence_path {
-        Some(path) => super::fields::sequence_of(path.lookup(root), path.as_str()),
-        None => view.sequence,
-    };
-    let found = match &rule.amount {
+    })
+}
+
+/// The amount, currency and how the amount is written, as found.
+struct Found {
+    amount: Value,
+    currency: Value,
+    format: AmountFormat,
+}
+
+/// Where the rule finds the amount, with the source's own paths and format
+/// over it; why there is none where the rule computes it and cannot.
+fn amount_of(rule: &Rule, root: &Value, mapping: &Mapping) -> Result<Found, String> {
+    let (amount, currency, format) = match &rule.amount {
         Amount::Path {
             amount,
             currency,
             format,
-        } => Ok((
+        } => (
             lookup(root, amount).cloned(),
             lookup(root, currency).cloned(),
             *format,
-        )),
-        Amount::Computed(compute) => compute(root).map(|(a, c, f)| (Some(a), Some(c), f)),
-    };
-    let (amount, currency, format) = match found {
-        Ok(found) => found,
-        Err(reason) => {
-            return Ok(NormalisedEvent {
-                event_id,
-                event_type: view.event_type,
-                object_id,
-                occurred_at: view.occurred_at,
-                movement: Movement::Rejected(Rejection {
-                    reason,
-                    account: None,
-                    currency: None,
-                    signed_amount: None,
-                    sequence: sequence.ok(),
-                }),
-                payload: None,
-            });
-        }
+        ),
+        Amount::Computed(compute) => compute(root).map(|(a, c, f)| (Some(a), Some(c), f))?,
     };
     let amount = match &mapping.amount_path {
         Some(path) => path.lookup(root).cloned(),
@@ -258,10 +298,37 @@ pub fn map_event(
         None => currency,
     }
     .unwrap_or(Value::Null);
-    let amount_format = mapping.amount_format.unwrap_or(format);
+    Ok(Found {
+        amount,
+        currency,
+        format: mapping.amount_format.unwrap_or(format),
+    })
+}
+
+/// An event whose rule computes its amount and cannot: rejected for that.
+fn no_amount(reason: String, sequence: Option<i64>) -> Movement {
+    Movement::Rejected(Rejection {
+        reason,
+        account: None,
+        currency: None,
+        signed_amount: None,
+        sequence,
+    })
+}
+
+/// What the rule's effect does with what was found: a posting, or a
+/// reversal (or reinstatement) of an earlier payment.
+fn movement(
+    rule: &Rule,
+    mapping: &Mapping,
+    root: &Value,
+    found: &Found,
+    key_value: Option<String>,
+    (sequence, explicit_sequence): (Result<i64, String>, bool),
+) -> Movement {
     let account = mapping.account_path.lookup(root);
     let payment = (!rule.payment.is_empty()).then(|| lookup(root, rule.payment));
-    let movement = match rule.effect {
+    match rule.effect {
         Effect::Credit | Effect::CreditPart | Effect::Debit => PostingFields {
             direction: if rule.effect == Effect::Debit {
                 Direction::Debit
@@ -270,11 +337,11 @@ pub fn map_event(
             },
             account_path: mapping.account_path.as_str(),
             account,
-            currency: Some(&currency),
-            amount: Some(&amount),
+            currency: Some(&found.currency),
+            amount: Some(&found.amount),
             sequence,
-            explicit_sequence: view.explicit_sequence,
-            amount_format,
+            explicit_sequence,
+            amount_format: found.format,
             payment: match payment.flatten() {
                 None | Some(Value::Null) => Ok(None),
                 found => payment_ref(found, rule.payment).map(Some),
@@ -289,9 +356,9 @@ pub fn map_event(
             basis,
             undoes: None,
             account,
-            currency: Some(&currency),
-            amount: Some(&amount),
-            amount_format,
+            currency: Some(&found.currency),
+            amount: Some(&found.amount),
+            amount_format: found.format,
             sequence,
         }
         .into_movement(),
@@ -302,29 +369,23 @@ pub fn map_event(
             basis: Basis::Each,
             undoes: key_value.map(|value| format!("{undoes}:{value}")),
             account,
-            currency: Some(&currency),
-            amount: Some(&amount),
-            amount_format,
+            currency: Some(&found.currency),
+            amount: Some(&found.amount),
+            amount_format: found.format,
             sequence,
         }
         .into_movement(),
-    };
-    let mut event = NormalisedEvent {
-        event_id,
-        event_type: view.event_type,
-        object_id,
-        occurred_at: view.occurred_at,
-        movement,
-        payload: None,
-    };
-    if let Some(problem) = object_problem {
-        let reason = match &event.movement {
-            Movement::Rejected(rejection) => format!("{problem}; {}", rejection.reason),
-            _ => problem,
-        };
-        event.reject_as(&reason);
     }
-    Ok(event)
+}
+
+/// Rejects a mapped event whose object id cannot be read, naming that
+/// before any reason the event was already rejected for.
+fn reject_for_object(event: &mut NormalisedEvent, problem: String) {
+    let reason = match &event.movement {
+        Movement::Rejected(rejection) => format!("{problem}; {}", rejection.reason),
+        _ => problem,
+    };
+    event.reject_as(&reason);
 }
 
 /// The object id at `path`: absent or null is none; anything else must be an

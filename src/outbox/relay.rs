@@ -3,8 +3,9 @@
 //! also the sweep for expired leases and due retries) when nothing is due.
 //! The sends and their outcomes are in `sending`.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -65,33 +66,16 @@ impl Relay {
     pub async fn run(self, mut wake: watch::Receiver<u64>, mut stop: watch::Receiver<bool>) {
         let mut rng = SplitMix64::new(seed());
         let lease = self.destination.timeout + LEASE_MARGIN;
-        // At once, then every `tidy`.
-        let mut tidied: Option<std::time::Instant> = None;
-        // No claim before the rows' `ordered` flags match this config once
-        // (an ordered claim reads the flags: `Store::sync_ordered`).
-        let mut synced = false;
+        let mut upkeep = Upkeep::default();
         let mut claims: u64 = 0;
         let mut rows_clock = RowClock::new(self.clock.clone());
         while !*stop.borrow() {
             rows_clock.refresh(&self.store).await;
-            // Nothing judged by a clock that may not be the database's.
-            if !rows_clock.ready() {
-                tokio::select! {
-                    _ = tokio::time::sleep(self.poll) => {}
-                    changed = stop.changed() => if changed.is_err() { break },
-                }
-                continue;
-            }
-            if tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
-                synced |= self.sync_ordered(synced).await;
-                self.tidy(rows_clock.now_ms()).await;
-                tidied = Some(std::time::Instant::now());
-            }
-            if !synced {
-                tidied = None;
-                tokio::select! {
-                    _ = tokio::time::sleep(self.poll) => {}
-                    changed = stop.changed() => if changed.is_err() { break },
+            // Nothing judged by a clock that may not be the database's, and
+            // nothing claimed before the rows' flags match the config.
+            if !rows_clock.ready() || !self.upkeep(&mut upkeep, &rows_clock).await {
+                if sleep_or_stop(self.poll, &mut stop, None).await.is_break() {
+                    break;
                 }
                 continue;
             }
@@ -99,30 +83,17 @@ impl Relay {
             let now_ms = rows_clock.now_ms();
             // The rows are this relay's until then (taken before the claim,
             // as `now_ms` is: never later than the rows' own lease).
-            let lease_ends = std::time::Instant::now() + lease;
+            let lease_ends = Instant::now() + lease;
             // Its outcomes are recorded under this name alone, so a record
             // never marks a row that was claimed again since.
             claims += 1;
             let claim = format!("{}/{claims}", self.owner);
-            let claimed = self
-                .store
-                .claim_outbox(
-                    &self.destination.name,
-                    self.destination.ordered_by_account,
-                    &claim,
-                    now_ms,
-                    now_ms + lease.as_millis() as i64,
-                    BATCH,
-                )
-                .await;
-            let rows = match claimed {
+            let rows = match self.claim(&claim, now_ms, lease).await {
                 Ok(rows) if !rows.is_empty() => rows,
                 Ok(_) => {
-                    tokio::select! {
-                        _ = wake.changed() => {}
-                        _ = tokio::time::sleep(self.poll) => {}
-                        // A dropped sender is a stop too.
-                        changed = stop.changed() => if changed.is_err() { break },
+                    let woken = Some(&mut wake);
+                    if sleep_or_stop(self.poll, &mut stop, woken).await.is_break() {
+                        break;
                     }
                     continue;
                 }
@@ -135,38 +106,92 @@ impl Relay {
                     continue;
                 }
             };
-            let full = rows.len() as i64 >= BATCH;
-            let results = self.send(&rows, &mut stop).await;
-            let outcomes = self.outcomes(&rows, results, &mut rng);
-            let recording = self.record(&claim, &outcomes, lease_ends, &rows_clock, &mut stop);
-            match recording.await {
-                Ok(recorded) => {
-                    let name = &self.destination.name;
-                    self.instruments.delivered(name, recorded.delivered());
-                    self.instruments.dead(name, recorded.dead);
-                    // The rows this record marked: not one another relay
-                    // or an earlier try recorded.
-                    let now = self.clock.now();
-                    for row in &rows {
-                        if recorded.delivered_ids.contains(&row.outbox_id) {
-                            let lag = (now - row.posted_at).as_seconds_f64();
-                            self.instruments.acknowledged_after(name, lag);
-                        }
-                    }
-                    if !full {
-                        tokio::time::sleep(LINGER).await;
-                    }
+            let sent = (claim.as_str(), rows.as_slice(), lease_ends);
+            self.deliver(sent, &rows_clock, &mut stop, &mut rng).await;
+        }
+    }
+
+    /// Syncs the rows' `ordered` flags and tidies the destination's rows when
+    /// a tidy is due; whether the flags are synced, so the relay may claim.
+    async fn upkeep(&self, upkeep: &mut Upkeep, rows_clock: &RowClock) -> bool {
+        if upkeep.tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
+            upkeep.synced |= self.sync_ordered(upkeep.synced).await;
+            self.tidy(rows_clock.now_ms()).await;
+            upkeep.tidied = Some(Instant::now());
+        }
+        if !upkeep.synced {
+            // Tried again after the wait, not a whole tidy later.
+            upkeep.tidied = None;
+        }
+        upkeep.synced
+    }
+
+    /// Claims up to [`BATCH`] due rows under the name `claim`, leased for
+    /// `lease` from `now_ms`.
+    async fn claim(
+        &self,
+        claim: &str,
+        now_ms: i64,
+        lease: Duration,
+    ) -> Result<Vec<OutboxRow>, StoreError> {
+        self.store
+            .claim_outbox(
+                &self.destination.name,
+                self.destination.ordered_by_account,
+                claim,
+                now_ms,
+                now_ms + lease.as_millis() as i64,
+                BATCH,
+            )
+            .await
+    }
+
+    /// Sends the claimed rows, records their outcomes and counts them; after
+    /// a claim that was not full, lingers so the next one gathers more.
+    async fn deliver(
+        &self,
+        (claim, rows, lease_ends): (&str, &[OutboxRow], Instant),
+        rows_clock: &RowClock,
+        stop: &mut watch::Receiver<bool>,
+        rng: &mut SplitMix64,
+    ) {
+        let full = rows.len() as i64 >= BATCH;
+        let results = self.send(rows, stop).await;
+        let outcomes = self.outcomes(rows, results, rng);
+        let recording = self.record(claim, &outcomes, lease_ends, rows_clock, stop);
+        match recording.await {
+            Ok(recorded) => {
+                self.count(rows, &recorded);
+                if !full {
+                    tokio::time::sleep(LINGER).await;
                 }
-                Err(error) => {
-                    // The claims stay leased: nothing is sent again before
-                    // the lease passes, then the sweep takes the rows again.
-                    tracing::warn!(
-                        destination = %self.destination.name,
-                        "outbox: could not record {} attempts, retried after their lease: {error}",
-                        outcomes.len()
-                    );
-                    tokio::time::sleep(self.poll).await;
-                }
+            }
+            Err(error) => {
+                // The claims stay leased: nothing is sent again before
+                // the lease passes, then the sweep takes the rows again.
+                tracing::warn!(
+                    destination = %self.destination.name,
+                    "outbox: could not record {} attempts, retried after their lease: {error}",
+                    outcomes.len()
+                );
+                tokio::time::sleep(self.poll).await;
+            }
+        }
+    }
+
+    /// Counts what a record marked: delivered, dead, and each delivered
+    /// message's lag since it was posted.
+    fn count(&self, rows: &[OutboxRow], recorded: &Recorded) {
+        let name = &self.destination.name;
+        self.instruments.delivered(name, recorded.delivered());
+        self.instruments.dead(name, recorded.dead);
+        // The rows this record marked: not one another relay
+        // or an earlier try recorded.
+        let now = self.clock.now();
+        for row in rows {
+            if recorded.delivered_ids.contains(&row.outbox_id) {
+                let lag = (now - row.posted_at).as_seconds_f64();
+                self.instruments.acknowledged_after(name, lag);
             }
         }
     }
@@ -187,14 +212,14 @@ impl Relay {
         &self,
         claim: &str,
         outcomes: &[(&OutboxRow, Attempted)],
-        lease_ends: std::time::Instant,
+        lease_ends: Instant,
         rows_clock: &RowClock,
         stop: &mut watch::Receiver<bool>,
     ) -> Result<Recorded, StoreError> {
         let mut wait = RECORD_RETRY_FIRST;
         loop {
             let limit = lease_ends
-                .saturating_duration_since(std::time::Instant::now())
+                .saturating_duration_since(Instant::now())
                 .saturating_sub(RECORD_ENDS_BEFORE_LEASE);
             let recording = self.store.record_attempts(
                 claim,
@@ -209,7 +234,7 @@ impl Relay {
                 // not answered at all.
                 Err(_elapsed) => return Err(StoreError::Unavailable(sqlx::Error::PoolTimedOut)),
             };
-            let time_left = lease_ends.saturating_duration_since(std::time::Instant::now());
+            let time_left = lease_ends.saturating_duration_since(Instant::now());
             let retry = error.is_transient()
                 && !*stop.borrow()
                 && time_left >= wait + RECORD_RETRY_BEFORE_LEASE_ENDS;
@@ -222,12 +247,10 @@ impl Relay {
                 outcomes.len(),
                 wait.as_millis()
             );
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                // Stopping: one more try now, then no other. A dropped
-                // sender is a stop too, and would wake this at once: no
-                // more tries.
-                changed = stop.changed() => if changed.is_err() { return Err(error) },
+            // Stopping: one more try now, then no other. A dropped sender
+            // is a stop too, and would wake this at once: no more tries.
+            if sleep_or_stop(wait, stop, None).await.is_break() {
+                return Err(error);
             }
             wait = (wait * 2).min(RECORD_RETRY_MAX);
         }
@@ -279,6 +302,45 @@ impl Relay {
             Ok(_) => {}
             Err(error) => tracing::warn!(destination = %name, "outbox: tidy failed: {error}"),
         }
+    }
+}
+
+/// When the destination's rows were last tidied (none: at once, then every
+/// `tidy`), and whether their `ordered` flags have matched the config once:
+/// no claim before that (an ordered claim reads the flags:
+/// `Store::sync_ordered`).
+#[derive(Default)]
+struct Upkeep {
+    tidied: Option<Instant>,
+    synced: bool,
+}
+
+/// Sleeps for `duration`, or less: until `stop` changes (a stop signalled)
+/// or, with `wake`, until a commit wakes the relay; without it a commit
+/// does not end the wait (for the rows' clock, the flags' sync, a record's
+/// retry: those wait for time to pass). `Break` when the stop's sender is
+/// gone: a dropped sender is a stop too. Two `select!`s, not one with a wake
+/// that never comes: an idle arm would change how `select!` picks among arms
+/// ready at once.
+async fn sleep_or_stop(
+    duration: Duration,
+    stop: &mut watch::Receiver<bool>,
+    wake: Option<&mut watch::Receiver<u64>>,
+) -> ControlFlow<()> {
+    let stopped = match wake {
+        None => tokio::select! {
+            () = tokio::time::sleep(duration) => false,
+            changed = stop.changed() => changed.is_err(),
+        },
+        Some(wake) => tokio::select! {
+            _ = wake.changed() => false,
+            () = tokio::time::sleep(duration) => false,
+            changed = stop.changed() => changed.is_err(),
+        },
+    };
+    match stopped {
+        true => ControlFlow::Break(()),
+        false => ControlFlow::Continue(()),
     }
 }
 

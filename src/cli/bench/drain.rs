@@ -1,9 +1,12 @@
 //! `--outbox`: after the HTTP phases, waits for the relay to deliver every
 //! message the postings wrote, and checks the sink got each one.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::args::BenchArgs;
 use super::measure;
+use super::server::Server;
 use super::sink::Sink;
 use crate::config::Config;
 use crate::startup::connect_store;
@@ -13,7 +16,7 @@ const DRAIN_WAIT: Duration = Duration::from_secs(300);
 
 /// The relay process on its own (`--relay-later`): its pid, and the CPU
 /// it, this process (the sink) and PostgreSQL had used when it started.
-pub struct RelayAlone {
+struct RelayAlone {
     pid: u32,
     relay: Option<Duration>,
     sink: Option<Duration>,
@@ -21,7 +24,7 @@ pub struct RelayAlone {
 }
 
 impl RelayAlone {
-    pub fn new(pid: u32, postgres: bool) -> Self {
+    fn new(pid: u32, postgres: bool) -> Self {
         Self {
             pid,
             relay: measure::process_cpu(pid),
@@ -50,10 +53,36 @@ impl RelayAlone {
     }
 }
 
+/// With `--relay-later`, starts the relay on the server's config now;
+/// then [`report`]s the drain of the `postings` written since `started`
+/// (the first phase), or since the relay started.
+pub async fn after_phases(
+    args: &BenchArgs,
+    (config, config_path): (&Config, &Path),
+    (name, sink): (&str, &Sink),
+    started: Instant,
+    (postings, postgres): (usize, bool),
+) -> Result<(), String> {
+    let (relay, since) = match args.relay_later {
+        true => (
+            Some(Server::start_relay(
+                config_path,
+                args.server_binary.as_deref(),
+            )?),
+            (Instant::now(), "the relay started"),
+        ),
+        false => (None, (started, "the first phase")),
+    };
+    let alone = relay
+        .as_ref()
+        .map(|relay| RelayAlone::new(relay.pid(), postgres));
+    report(config, (name, sink), since, postings, alone.as_ref()).await
+}
+
 /// Prints how long the relay took to deliver everything since `started`
 /// (what `since` names), and with `alone` the CPU each message cost; an
 /// error if it did not, or if the sink missed a posting.
-pub async fn report(
+async fn report(
     config: &Config,
     (name, sink): (&str, &Sink),
     (started, since): (Instant, &str),

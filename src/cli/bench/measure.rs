@@ -232,6 +232,43 @@ impl PhaseResult {
 
 pub const HEADER: &str = "phase                  req/s     new/s     dup/s  p50 ms   p95 ms   p99 ms  server µs  db µs/req  client µs  non-2xx  RSS MB  machine µs  idle %  steal %";
 
+/// CPU counters at the start of a phase.
+pub struct Cpu {
+    process: Option<Duration>,
+    database: Option<Duration>,
+    machine: Option<MachineTicks>,
+}
+
+impl Cpu {
+    pub fn read(pid: u32, postgres: bool) -> Self {
+        Self {
+            process: process_cpu(pid),
+            database: postgres.then(postgres_cpu),
+            machine: MachineTicks::read(),
+        }
+    }
+
+    pub fn into(self, result: &mut PhaseResult, pid: u32, postgres: bool) {
+        if let (Some(before), Some(after)) = (self.process, process_cpu(pid)) {
+            result.server_cpu = after.saturating_sub(before);
+        }
+        if postgres {
+            result.database_cpu = self.database_since();
+        }
+        result.machine = self.machine_since();
+    }
+
+    pub fn machine_since(&self) -> Option<MachineShare> {
+        let now = MachineTicks::read()?;
+        Some(now.since(self.machine?))
+    }
+
+    pub fn database_since(&self) -> Option<Duration> {
+        self.database
+            .map(|before| postgres_cpu().saturating_sub(before))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

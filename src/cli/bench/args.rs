@@ -1,0 +1,60 @@
+//! The command line of `hookledger bench`.
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Database to run against; default: a new SQLite file in a temporary
+    /// folder. A PostgreSQL URL is used as is (the run's accounts are its
+    /// own; add `?sslmode=disable` to leave TLS out on a local server).
+    #[arg(long)]
+    pub database: Option<String>,
+    /// Concurrent keep-alive connections (and ceiling tasks).
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Seconds per phase.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+    /// Deliveries pre-signed per phase (a phase ends early when they run out).
+    #[arg(long, default_value_t = 60_000)]
+    pub events: usize,
+    /// Accounts the credits are spread over.
+    #[arg(long, default_value_t = 1_000)]
+    pub accounts: usize,
+    /// The server's connection pool size (the ceiling uses the same).
+    #[arg(long, default_value_t = 10)]
+    pub pool: u32,
+    /// Seed of the plan (default: random; printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep the temporary folder (config, server log, SQLite file).
+    #[arg(long)]
+    pub keep: bool,
+    /// Run the http new phase only (a long run: the server's memory over
+    /// many events), then the correctness check.
+    #[arg(long)]
+    pub only_new: bool,
+    /// Also tell a local HTTP sink of every posting through the outbox (an
+    /// `http` destination): the outbox's cost to ingest, and how fast the
+    /// relay drains what the phases wrote.
+    #[arg(long)]
+    pub outbox: bool,
+    /// With `--outbox`: the server writes the messages but does not send
+    /// them (`serve --no-relay`); a `hookledger relay` process started
+    /// after the HTTP phases drains them alone. What the messages cost
+    /// ingest by themselves, as where the relay runs on other machines,
+    /// and the relay's own rate.
+    #[arg(long, requires = "outbox")]
+    pub relay_later: bool,
+    /// With `--outbox`: the server writes the messages but does not send
+    /// them; a `hookledger relay` process started before the phases sends
+    /// them while they run, as a deployment with its relay apart does (here
+    /// on the same machine). Its CPU is not in the server's column.
+    #[arg(long, requires = "outbox", conflicts_with = "relay_later")]
+    pub relay_apart: bool,
+    /// The hookledger binary whose `serve` is driven (default: this one),
+    /// to compare two builds under one load generator; the ceilings are
+    /// always this binary's own.
+    #[arg(long)]
+    pub server_binary: Option<std::path::PathBuf>,
+}

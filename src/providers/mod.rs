@@ -1,8 +1,8 @@
 //! Source kinds. Each provider module is pure (no I/O, no actix, no sqlx):
 //! it verifies a delivery's signature over the raw bytes, maps the provider's
-//! JSON into [`NormalisedEvent`](crate::domain::NormalisedEvent)s through its [`Rule`]s, and can sign a
-//! sample event the way the provider would (for `hookledger send` and the
-//! tests).
+//! JSON into [`NormalisedEvent`](crate::domain::NormalisedEvent)s through its
+//! [`Rule`]s, and can sign a sample event the way the provider would (for
+//! `hookledger send` and the tests).
 //!
 //! The layers inside, each importing only those below it: the kinds'
 //! shared values (`verification`, `mapping`, `delivery`) and helpers

@@ -62,10 +62,7 @@ impl Phases<'_> {
                 .zip(measure::process_cpu(std::process::id()))
                 .map(|(before, after)| after.saturating_sub(before));
             result.server_rss_kb = measure::process_rss_kb(server.pid());
-            accept(&mut self.ledger, &planned, &accepted);
-            result.name = format!("http {name}");
-            println!("{}", result.row());
-            self.rows.push(result);
+            self.keep(result, format!("http {name}"), &planned, &accepted);
         }
         Ok(())
     }
@@ -105,10 +102,7 @@ impl Phases<'_> {
                 result.database_cpu = Some(database);
             }
             result.machine = cpu.machine_since();
-            accept(&mut self.ledger, &planned, &accepted);
-            result.name = format!("ceiling {name}");
-            println!("{}", result.row());
-            self.rows.push(result);
+            self.keep(result, format!("ceiling {name}"), &planned, &accepted);
         }
         Ok(())
     }
@@ -170,11 +164,21 @@ impl Phases<'_> {
             _ => {}
         }
     }
-}
 
-/// Adds the new events answered 200 to the expected sums.
-fn accept(ledger: &mut Ledger, planned: &[Planned], accepted: &[usize]) {
-    for &index in accepted {
-        ledger.accept(&planned[index]);
+    /// Adds the phase's new events answered 200 to the expected sums, then
+    /// prints its row and keeps it.
+    fn keep(
+        &mut self,
+        mut result: PhaseResult,
+        name: String,
+        planned: &[Planned],
+        accepted: &[usize],
+    ) {
+        for &index in accepted {
+            self.ledger.accept(&planned[index]);
+        }
+        result.name = name;
+        println!("{}", result.row());
+        self.rows.push(result);
     }
 }

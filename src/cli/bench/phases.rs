@@ -43,11 +43,10 @@ impl Phases<'_> {
             &phases[..]
         };
         for &(name, profile) in phases {
-            let planned =
-                Arc::new(
-                    self.ledger
-                        .plan(&mut self.rng, profile, self.args.events, 0)?,
-                );
+            let planned = self
+                .ledger
+                .plan(&mut self.rng, profile, self.args.events, 0)?;
+            let planned = Arc::new(planned);
             let cpu = Cpu::read(server.pid(), self.postgres);
             let client = measure::process_cpu(std::process::id());
             let (mut result, accepted) = drive::drive(

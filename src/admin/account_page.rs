@@ -10,7 +10,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::auth::PageAdmin;
-use super::pages::{csrf_for, html, see_other};
+use super::render::{csrf_for, html, see_other};
 use super::target::{account_href, event_href, plain_id};
 use super::view::{BalanceView, EventView, minor_units, money, time};
 use crate::context::Context;

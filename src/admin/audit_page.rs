@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::{BearerAdmin, PageAdmin};
-use super::pages::{csrf_for, html, see_other};
+use super::render::{csrf_for, html, see_other};
 use super::target::{account_href, audit_href, event_href, plain_id};
 use super::view::time;
 use crate::context::Context;

@@ -13,9 +13,9 @@ use actix_web::web::{Data, Form};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
-use super::pages::{csrf_for, html, see_other};
+use super::input::clean_note;
+use super::render::{csrf_for, html, see_other};
 use super::target::{event_href, plain_id};
 use super::view::{EventView, money};
 use crate::context::Context;

@@ -9,7 +9,7 @@ use askama::Template;
 
 use super::api::EventsQuery;
 use super::auth::PageAdmin;
-use super::pages::{csrf_for, html, see_other};
+use super::render::{csrf_for, html, see_other};
 use super::view::EventView;
 use crate::context::Context;
 use crate::domain::Status;

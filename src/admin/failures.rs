@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::{BearerAdmin, PageAdmin};
-use super::pages::{csrf_for, html, see_other};
+use super::render::{csrf_for, html, see_other};
 use super::view::time;
 use crate::context::Context;
 use crate::failures::{Failure, PER_SOURCE};

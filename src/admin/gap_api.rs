@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use serde::Deserialize;
 
-use super::api::{clean_note, json_body};
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
+use super::input::{clean_note, json_body};
 use super::target::AccountRef;
 use crate::context::Context;
 use crate::http::ApiError;

@@ -9,10 +9,10 @@ use actix_web::web::{Data, Form, Query};
 use askama::Template;
 use serde::Deserialize;
 
-use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
 use super::gaps;
-use super::pages::{Flash, csrf_for, html, see_other};
+use super::input::clean_note;
+use super::render::{Flash, csrf_for, html, see_other};
 use super::target::{AccountRef, gap_href};
 use super::view::{AuditView, EventView, GapView};
 use crate::context::Context;

@@ -6,9 +6,9 @@ use actix_web::web::{Data, Json, Payload, Query};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::api::{clean_note, json_body};
 use super::auth::BearerAdmin;
 use super::guards::{self, Reset};
+use super::input::{clean_note, json_body};
 use super::target::AccountRef;
 use crate::context::Context;
 use crate::http::ApiError;

@@ -9,10 +9,10 @@ use actix_web::web::{Data, Form, Query};
 use askama::Template;
 use serde::Deserialize;
 
-use super::api::clean_note;
 use super::auth::{PageAdmin, check_csrf};
 use super::guards::{self, Reset};
-use super::pages::{csrf_for, html, see_other};
+use super::input::clean_note;
+use super::render::{csrf_for, html, see_other};
 use super::target::{AccountRef, guard_action_href, guard_href};
 use super::view::{AuditView, EventView};
 use crate::context::Context;

@@ -8,7 +8,7 @@ use askama::Template;
 use serde::Deserialize;
 
 use super::auth::{SESSION_COOKIE, check_same_origin, check_token, session_of};
-use super::pages::{html, see_other};
+use super::render::{html, see_other};
 use crate::context::Context;
 use crate::http::ApiError;
 
@@ -19,6 +19,11 @@ pub(super) struct LoginPage {
     pub failed: bool,
     /// Seconds this address must wait after too many failed sign-ins.
     pub wait_secs: Option<u64>,
+}
+
+/// `GET /admin/login`: the form lives on the dashboard's address.
+pub async fn to_dashboard() -> HttpResponse {
+    see_other("/admin")
 }
 
 #[derive(Debug, Deserialize)]

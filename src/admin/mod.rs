@@ -17,9 +17,11 @@ mod gaps;
 mod guard_api;
 mod guard_pages;
 mod guards;
+mod input;
 mod login;
 mod outbox;
 mod pages;
+mod render;
 mod replay;
 mod source_view;
 mod target;
@@ -49,10 +51,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(headers)
             .service(at("").get(pages::dashboard).finish())
             .service(at("/").get(pages::dashboard).finish())
-            .service(at("/static/admin.css").get(pages::stylesheet).finish())
+            .service(at("/static/admin.css").get(render::stylesheet).finish())
             .service(
                 at("/login")
-                    .get(pages::to_dashboard)
+                    .get(login::to_dashboard)
                     .post(login::login)
                     .finish(),
             )

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
-use super::pages::see_other;
+use super::render::see_other;
 use super::target::event_href;
 use super::view::{duration, time};
 use crate::context::Context;

@@ -2,18 +2,18 @@
 //! balances, counters, the outbox) and an event page with apply / dismiss.
 //! Signing in and out is in `login`, the gap page in `gap_pages`.
 
-use actix_web::http::header::{CONTENT_TYPE, LOCATION};
 use actix_web::web::{Data, Form, Path, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use super::api::{clean_note, seen_status};
 use super::auth::{PageAdmin, check_csrf};
 use super::event_view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::gaps;
 use super::guards;
+use super::input::{clean_note, seen_status};
 use super::login::LoginPage;
+use super::render::{Flash, csrf_for, html, see_other};
 use super::target::{EventRef, event_href};
 use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView};
 use crate::context::Context;
@@ -22,8 +22,6 @@ use crate::http::ApiError;
 use crate::operator::{self, Action};
 use crate::store::EventFilter;
 use crate::telemetry::Counters;
-
-const CSS: &str = include_str!("../../templates/admin.css");
 
 #[derive(Template)]
 #[template(path = "dashboard.html")]
@@ -62,44 +60,6 @@ struct EventPage {
     message: Option<String>,
     /// What the event told other systems.
     messages: Vec<super::outbox::MessageView>,
-}
-
-pub(super) fn html(
-    status: actix_web::http::StatusCode,
-    page: &impl Template,
-) -> Result<HttpResponse, ApiError> {
-    let body = page.render().map_err(|e| {
-        tracing::error!("template failed: {e}");
-        ApiError::Internal
-    })?;
-    Ok(HttpResponse::build(status)
-        .insert_header((CONTENT_TYPE, "text/html; charset=utf-8"))
-        .body(body))
-}
-
-pub(super) fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((LOCATION, location))
-        .finish()
-}
-
-pub(super) fn csrf_for(admin: &PageAdmin, context: &Context) -> String {
-    admin
-        .session
-        .as_ref()
-        .map(|s| context.sessions.csrf_token(s))
-        .unwrap_or_default()
-}
-
-pub async fn stylesheet() -> HttpResponse {
-    HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, "text/css; charset=utf-8"))
-        .body(CSS)
-}
-
-/// `GET /admin/login`: the form lives on the dashboard's address.
-pub async fn to_dashboard() -> HttpResponse {
-    see_other("/admin")
 }
 
 /// The dashboard, or the login form for a visitor without a session.
@@ -180,12 +140,6 @@ pub async fn dashboard(
             .then_some("Re-queued: the message will be sent again, with the same id."),
     };
     html(actix_web::http::StatusCode::OK, &page)
-}
-
-/// `?done=<action>` after a redirect: which notice to show.
-#[derive(Debug, Deserialize)]
-pub struct Flash {
-    pub done: Option<String>,
 }
 
 pub async fn event_page(

@@ -6,14 +6,14 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::action::{self, Asking};
 use super::auth::BearerAdmin;
 use super::input::{ADMIN_BODY_LIMIT, page_size, parse_note};
-use super::pages::ActionPath;
+use super::pages::{ActionPath, Asked};
 use super::target::{EventRef, plain_id};
 use crate::context::Context;
 use crate::domain::Status;
 use crate::http::{ApiError, read_limited};
-use crate::operator::{self, Action};
 use crate::store::EventFilter;
 
 /// The events list's filters, as the API and the events page take them.
@@ -168,49 +168,13 @@ pub async fn show_account(
     })))
 }
 
-async fn act(
-    context: &Context,
-    action: Action,
-    source: &str,
-    event_id: &str,
-    actor: &str,
-    note: Option<&str>,
-    seen: Option<Status>,
-) -> Result<Json<Value>, ApiError> {
-    let request = operator::Request {
-        action,
-        source,
-        configured: context.source(source).map(|s| s.as_ref()),
-        event_id,
-        actor,
-        note,
-        seen,
-        negative_balance: crate::domain::NegativeBalance::Allow,
-        now: context.clock.now(),
-    };
-    let outcome = operator::act(&context.store, &request).await?;
-    tracing::info!(
-        source,
-        event_id,
-        action = action.as_str(),
-        "operator action"
-    );
-    Ok(Json(json!({
-        "source": source,
-        "event_id": event_id,
-        "status": outcome.status,
-        "previous_status": outcome.previous_status,
-        "balance_after_minor": outcome.balance_after_minor,
-    })))
-}
-
 /// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`, or
 /// `POST /admin/api/event/{apply|dismiss}?source=&id=`.
 pub async fn act_on_event(
     admin: BearerAdmin,
     context: Data<Context>,
     target: EventRef,
-    action: Path<ActionPath>,
+    path: Path<ActionPath>,
     request: HttpRequest,
     payload: Payload,
 ) -> Result<Json<Value>, ApiError> {
@@ -218,26 +182,33 @@ pub async fn act_on_event(
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let (note, seen) = parse_note(&body)?;
     let actor = admin.actor();
-    if action.action == "replay" {
-        let asked = super::replay::Asking {
-            actor: &actor,
-            note: note.as_deref(),
-            seen,
-        };
-        let outcome = super::replay::run(&context, &source, &event_id, &asked).await?;
-        return Ok(Json(outcome));
-    }
-    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
-    act(
-        &context,
-        action,
-        &source,
-        &event_id,
-        &actor,
-        note.as_deref(),
+    let asking = Asking {
+        actor: &actor,
+        note: note.as_deref(),
         seen,
-    )
-    .await
+    };
+    match path.asked().ok_or(ApiError::NotFound("action"))? {
+        Asked::Replay => {
+            let replayed = action::replay(&context, &source, &event_id, &asking).await?;
+            Ok(Json(json!({
+                "source": source,
+                "event_id": event_id,
+                "previous_status": replayed.previous_status.as_str(),
+                "status": replayed.status.as_str(),
+                "changed": replayed.changed,
+            })))
+        }
+        Asked::Act(what) => {
+            let outcome = action::act(&context, what, &source, &event_id, &asking).await?;
+            Ok(Json(json!({
+                "source": source,
+                "event_id": event_id,
+                "status": outcome.status,
+                "previous_status": outcome.previous_status,
+                "balance_after_minor": outcome.balance_after_minor,
+            })))
+        }
+    }
 }
 
 /// Delivery and verification-failure counters since start.

@@ -13,15 +13,16 @@ use actix_web::web::{Data, Form};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
+use super::action::{self, Picked};
 use super::auth::{PageAdmin, check_csrf};
 use super::input::clean_note;
 use super::render::{csrf_for, html, see_other};
 use super::target::{event_href, plain_id};
 use super::view::{EventView, money};
 use crate::context::Context;
-use crate::domain::{NegativeBalance, Status};
+use crate::domain::Status;
 use crate::http::ApiError;
-use crate::operator::{self, Action};
+use crate::operator::Action;
 
 /// Events listed, and acted on, at once.
 const LIMIT: i64 = 500;
@@ -234,51 +235,40 @@ pub async fn act(
     let note = clean_note(form.note)?
         .ok_or_else(|| ApiError::BadRequest("a note is required: say why".into()))?;
     let actor = admin.actor();
-    let mut results = Vec::new();
-    let mut done = 0;
-    for (source, event_id, seen) in &form.picks {
-        let configured = context.source(source).map(|s| s.as_ref());
-        // Parsed when the form was read.
-        let seen = seen.as_deref().and_then(|s| s.parse::<Status>().ok());
-        let request = operator::Request {
-            action: form.action,
+    let picks: Vec<Picked> = form
+        .picks
+        .iter()
+        .map(|(source, event_id, seen)| Picked {
             source,
-            configured,
             event_id,
-            actor: &actor,
-            note: Some(&note),
-            seen,
-            // Events the person did not each open: the source's own
-            // policy, as for a guard reset.
-            negative_balance: configured.map_or(NegativeBalance::Allow, |s| s.negative_balance),
-            now: context.clock.now(),
-        };
-        let said = match operator::act(&context.store, &request).await {
-            Ok(outcome) => {
-                done += 1;
-                format!(
+            // Parsed when the form was read.
+            seen: seen.as_deref().and_then(|s| s.parse::<Status>().ok()),
+        })
+        .collect();
+    let many = action::act_on_many(&context, form.action, &picks, &actor, &note).await;
+    let results = form
+        .picks
+        .iter()
+        .zip(many.results)
+        .map(|((source, event_id, _), result)| {
+            let said = match result {
+                Ok(outcome) => format!(
                     "{} (was {})",
                     outcome.status.as_str(),
                     outcome.previous_status.as_str()
-                )
-            }
-            Err(error) => format!("left as it was: {error}"),
-        };
-        results.push((event_id.clone(), event_href(source, event_id), said));
-    }
-    tracing::info!(
-        action = form.action.as_str(),
-        done,
-        asked = form.picks.len(),
-        "bulk operator action"
-    );
+                ),
+                Err(error) => format!("left as it was: {error}"),
+            };
+            (event_id.clone(), event_href(source, event_id), said)
+        })
+        .collect();
     html(
         actix_web::http::StatusCode::OK,
         &DonePage {
             csrf: csrf_for(&admin, &context),
             action: form.action.as_str(),
             results,
-            done,
+            done: many.done,
         },
     )
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use serde::Deserialize;
 
+use super::action;
 use super::auth::BearerAdmin;
 use super::gaps::{self, MissingRange};
 use super::input::{clean_note, json_body};
@@ -75,7 +76,7 @@ pub async fn skip_gap(
             "through is required: the highest missing number you confirm skipping".into(),
         )
     })?;
-    let outcome = gaps::skip(
+    let outcome = action::skip_gap(
         &context,
         &source,
         &account_id,

@@ -9,6 +9,7 @@ use actix_web::web::{Data, Form, Query};
 use askama::Template;
 use serde::Deserialize;
 
+use super::action;
 use super::auth::{PageAdmin, check_csrf};
 use super::gaps;
 use super::input::clean_note;
@@ -87,7 +88,7 @@ pub async fn skip_gap(
             "a note is required: say why the missing numbers will never arrive".into(),
         )
     })?;
-    gaps::skip(
+    action::skip_gap(
         &context,
         &source,
         &account_id,

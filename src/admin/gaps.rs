@@ -1,7 +1,7 @@
 //! Contiguous streams waiting behind a gap, as operators see them: the
 //! missing numbers, how long the gap has been open, and whether it is past
 //! its source's `gap_timeout_secs` (then it is in the held queue). Shared by
-//! the JSON API and the pages.
+//! the JSON API and the pages; skipping one is an action (`action::skip_gap`).
 
 use std::ops::RangeInclusive;
 
@@ -9,8 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::context::Context;
-use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, OrderingPolicy, Ranges, missing_ranges};
-use crate::operator::{self, OperatorError, SkipOutcome, SkipRequest};
+use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, Ranges, missing_ranges};
 use crate::store::{AuditRow, EventRow, GapRow, StoreError};
 
 /// Parked numbers read per account to find the missing ones.
@@ -147,53 +146,4 @@ async fn describe(context: &Context, row: GapRow) -> Result<Gap, StoreError> {
         highest_waiting: row.highest_waiting,
         waiting_since: row.waiting_since,
     })
-}
-
-/// The operator's "skip gap", from the API or a page: runs the action,
-/// wakes the drain task if the bound left more ready, counts and logs it.
-pub async fn skip(
-    context: &Context,
-    source: &str,
-    account_id: &str,
-    through: i64,
-    actor: &str,
-    note: &str,
-) -> Result<SkipOutcome, OperatorError> {
-    let policy = context
-        .source(source)
-        .map_or_else(OrderingPolicy::default, |s| s.ordering);
-    let request = SkipRequest {
-        source,
-        account_id,
-        through,
-        actor,
-        note,
-        on_stale: policy.on_stale,
-        budget: policy.release_batch,
-        now: context.clock.now(),
-    };
-    let outcome = operator::skip_gap(&context.store, &request).await?;
-    if outcome.more {
-        context.drain.wake();
-    }
-    let skipped: i64 = outcome
-        .skipped
-        .iter()
-        .map(|r| r.end() - r.start() + 1)
-        .sum();
-    context
-        .metrics
-        .ordering(source, "skipped", skipped.unsigned_abs());
-    context
-        .metrics
-        .ordering(source, "released", outcome.released);
-    tracing::info!(
-        source,
-        account_id,
-        through,
-        skipped = %Ranges(&outcome.skipped),
-        released = outcome.released,
-        "operator skipped a gap"
-    );
-    Ok(outcome)
 }

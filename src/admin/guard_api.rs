@@ -6,8 +6,9 @@ use actix_web::web::{Data, Json, Payload, Query};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::action::{self, Reset};
 use super::auth::BearerAdmin;
-use super::guards::{self, Reset};
+use super::guards;
 use super::input::{clean_note, json_body};
 use super::target::AccountRef;
 use crate::context::Context;
@@ -86,7 +87,7 @@ pub async fn reset_guard(
         actor: &actor,
         note: &note,
     };
-    let outcome = guards::reset(&context, &source, &account_id, &reset).await?;
+    let outcome = action::reset_guard(&context, &source, &account_id, &reset).await?;
     Ok(Json(json!({
         "source": source,
         "account_id": account_id,

@@ -9,8 +9,9 @@ use actix_web::web::{Data, Form, Query};
 use askama::Template;
 use serde::Deserialize;
 
+use super::action::{self, Reset};
 use super::auth::{PageAdmin, check_csrf};
-use super::guards::{self, Reset};
+use super::guards;
 use super::input::clean_note;
 use super::render::{csrf_for, html, see_other};
 use super::target::{AccountRef, guard_action_href, guard_href};
@@ -134,7 +135,7 @@ pub async fn reset_guard(
         actor: &actor,
         note: &note,
     };
-    let outcome = guards::reset(&context, &source, &account_id, &reset).await?;
+    let outcome = action::reset_guard(&context, &source, &account_id, &reset).await?;
     Ok(see_other(&format!(
         "{}&applied={}&held={}",
         guard_href(&source, &account_id),

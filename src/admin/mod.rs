@@ -3,6 +3,7 @@
 //! login form and the stylesheet.
 
 mod account_page;
+mod action;
 mod api;
 mod audit_page;
 mod auth;

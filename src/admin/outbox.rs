@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::action;
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
 use super::render::see_other;
 use super::target::event_href;
@@ -204,26 +205,14 @@ pub async fn replay(
     form: Form<ReplayForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
-    let replayed = context
-        .store
-        .replay_message(
-            form.outbox_id,
-            &form.destination,
-            &form.message_id,
-            &admin.actor(),
-            context.clock.now(),
-        )
-        .await?;
-    if !replayed {
-        return Err(ApiError::Conflict(
-            "that message is not dead or delivered (already pending, or unknown)".into(),
-        ));
-    }
-    tracing::info!(
-        destination = form.destination,
-        message_id = form.message_id,
-        "operator re-queued an outbox message"
-    );
+    action::requeue_message(
+        &context,
+        form.outbox_id,
+        &form.destination,
+        &form.message_id,
+        &admin.actor(),
+    )
+    .await?;
     Ok(see_other("/admin?done=replay#outbox"))
 }
 

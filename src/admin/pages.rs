@@ -7,6 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
+use super::action::{self, Asking};
 use super::auth::{PageAdmin, check_csrf};
 use super::event_view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::gaps;
@@ -19,7 +20,7 @@ use super::view::{AuditView, BalanceView, EventView, GapView, HeldAccountView};
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;
-use crate::operator::{self, Action};
+use crate::operator::Action;
 use crate::store::EventFilter;
 use crate::telemetry::Counters;
 
@@ -197,10 +198,28 @@ pub async fn event_page(
     html(actix_web::http::StatusCode::OK, &page)
 }
 
-/// The `{action}` segment of an action route (`apply`, `dismiss`).
+/// The `{action}` segment of an action route (`apply`, `dismiss`,
+/// `replay`).
 #[derive(Debug, Deserialize)]
 pub struct ActionPath {
     pub action: String,
+}
+
+/// What an event's action route asks for.
+pub enum Asked {
+    Replay,
+    Act(Action),
+}
+
+impl ActionPath {
+    /// A replay, or one of the operator's actions; none (404) for anything
+    /// else.
+    pub fn asked(&self) -> Option<Asked> {
+        if self.action == "replay" {
+            return Some(Asked::Replay);
+        }
+        Action::parse(&self.action).map(Asked::Act)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,7 +236,7 @@ pub async fn event_action(
     context: Data<Context>,
     request: HttpRequest,
     target: EventRef,
-    action: Path<ActionPath>,
+    path: Path<ActionPath>,
     form: Form<ActionForm>,
 ) -> Result<HttpResponse, ApiError> {
     check_csrf(&request, &admin, &context, &form.csrf)?;
@@ -226,36 +245,31 @@ pub async fn event_action(
     let seen = seen_status(form.status.as_deref())?;
     let note = clean_note(form.note)?;
     let actor = admin.actor();
-    if action.action == "replay" {
-        let asked = super::replay::Asking {
-            actor: &actor,
-            note: note.as_deref(),
-            seen,
-        };
-        return super::replay::from_page(&context, &source, &event_id, &asked).await;
-    }
-    let action = Action::parse(&action.action).ok_or(ApiError::NotFound("action"))?;
-    let request = operator::Request {
-        action,
-        source: &source,
-        configured: context.source(&source).map(|s| s.as_ref()),
-        event_id: &event_id,
+    let asking = Asking {
         actor: &actor,
         note: note.as_deref(),
         seen,
-        negative_balance: crate::domain::NegativeBalance::Allow,
-        now: context.clock.now(),
     };
-    operator::act(&context.store, &request).await?;
-    tracing::info!(
-        source,
-        event_id,
-        action = action.as_str(),
-        "operator action"
-    );
+    let done = match path.asked().ok_or(ApiError::NotFound("action"))? {
+        Asked::Replay => {
+            // The page's form asks why; the API leaves the note to the caller.
+            if asking.note.is_none() {
+                return Err(ApiError::BadRequest("a note is required to replay".into()));
+            }
+            let replayed = action::replay(&context, &source, &event_id, &asking).await?;
+            if replayed.changed {
+                "replay"
+            } else {
+                "replay_unchanged"
+            }
+        }
+        Asked::Act(what) => {
+            action::act(&context, what, &source, &event_id, &asking).await?;
+            what.as_str()
+        }
+    };
     Ok(see_other(&format!(
-        "{}&done={}",
-        event_href(&source, &event_id),
-        action.as_str()
+        "{}&done={done}",
+        event_href(&source, &event_id)
     )))
 }

@@ -9,8 +9,7 @@ mod audit_page;
 mod auth;
 mod bulk;
 mod chart;
-mod event_view;
-mod events_page;
+mod events;
 mod failures;
 mod gap_api;
 mod gap_pages;
@@ -23,7 +22,6 @@ mod login;
 mod outbox;
 mod pages;
 mod render;
-mod replay;
 mod source_view;
 mod target;
 mod view;
@@ -62,8 +60,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/logout").post(login::logout).finish())
             // Pages link by query (`target` says why); the path forms are
             // kept for scripts and bookmarks.
-            .service(at("/event").get(pages::event_page).finish())
-            .service(at("/events").get(events_page::events_page).finish())
+            .service(at("/event").get(events::event_page).finish())
+            .service(at("/events").get(events::events_page).finish())
             .service(at("/failures").get(failures::page).finish())
             .service(at("/held").get(bulk::held_page).finish())
             .service(at("/held/preview").post(bulk::preview).finish())
@@ -72,15 +70,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/api/audit").get(audit_page::api).finish())
             .service(at("/api/failures").get(failures::api).finish())
             .service(at("/account").get(account_page::account_page).finish())
-            .service(at("/event/{action}").post(pages::event_action).finish())
+            .service(at("/event/{action}").post(events::event_action).finish())
             .service(
                 at("/events/{source}/{event_id}")
-                    .get(pages::event_page)
+                    .get(events::event_page)
                     .finish(),
             )
             .service(
                 at("/events/{source}/{event_id}/{action}")
-                    .post(pages::event_action)
+                    .post(events::event_action)
                     .finish(),
             )
             .service(at("/gap").get(gap_pages::gap_page).finish())
@@ -105,17 +103,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .finish(),
             )
             .service(at("/api/guard/reset").post(guard_api::reset_guard).finish())
-            .service(at("/api/events").get(api::list_events).finish())
-            .service(at("/api/event").get(api::show_event).finish())
-            .service(at("/api/event/{action}").post(api::act_on_event).finish())
+            .service(at("/api/events").get(events::list_events).finish())
+            .service(at("/api/event").get(events::show_event).finish())
+            .service(
+                at("/api/event/{action}")
+                    .post(events::act_on_event)
+                    .finish(),
+            )
             .service(
                 at("/api/events/{source}/{event_id}")
-                    .get(api::show_event)
+                    .get(events::show_event)
                     .finish(),
             )
             .service(
                 at("/api/events/{source}/{event_id}/{action}")
-                    .post(api::act_on_event)
+                    .post(events::act_on_event)
                     .finish(),
             )
             .service(

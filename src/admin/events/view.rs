@@ -3,8 +3,8 @@
 //! produced, what an apply would do to the balance, and the reason it is
 //! where it is, kept apart from a reason it was held for earlier.
 
-use super::target::{event_action_href, event_href, gap_href};
-use super::view::{EventView, minor_units, money, reason_is_current, time};
+use crate::admin::target::{event_action_href, event_href, gap_href};
+use crate::admin::view::{EventView, minor_units, money, reason_is_current, time};
 use crate::store::{EventDetailRow, LedgerEntryRow};
 
 pub struct EventDetailView {

@@ -2,7 +2,7 @@
 //! (session cookie or bearer token). Every route requires auth except the
 //! login form and the stylesheet.
 
-mod account_page;
+mod accounts;
 mod action;
 mod api;
 mod audit_page;
@@ -69,7 +69,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/audit").get(audit_page::page).finish())
             .service(at("/api/audit").get(audit_page::api).finish())
             .service(at("/api/failures").get(failures::api).finish())
-            .service(at("/account").get(account_page::account_page).finish())
+            .service(at("/account").get(accounts::account_page).finish())
             .service(at("/event/{action}").post(events::event_action).finish())
             .service(
                 at("/events/{source}/{event_id}")
@@ -122,10 +122,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             )
             .service(
                 at("/api/accounts/{account_id}")
-                    .get(api::show_account)
+                    .get(accounts::show_account)
                     .finish(),
             )
-            .service(at("/api/account").get(api::show_account).finish())
+            .service(at("/api/account").get(accounts::show_account).finish())
             .service(at("/api/gaps").get(gap_api::list_gaps).finish())
             .service(at("/api/gap").get(gap_api::show_gap).finish())
             .service(at("/api/gap/skip").post(gap_api::skip_gap).finish())

@@ -4,11 +4,10 @@
 
 mod accounts;
 mod action;
-mod api;
 mod audit_page;
 mod auth;
 mod bulk;
-mod chart;
+mod dashboard;
 mod events;
 mod failures;
 mod gap_api;
@@ -20,9 +19,7 @@ mod guards;
 mod input;
 mod login;
 mod outbox;
-mod pages;
 mod render;
-mod source_view;
 mod target;
 mod view;
 
@@ -48,8 +45,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/admin")
             .wrap(headers)
-            .service(at("").get(pages::dashboard).finish())
-            .service(at("/").get(pages::dashboard).finish())
+            .service(at("").get(dashboard::dashboard).finish())
+            .service(at("/").get(dashboard::dashboard).finish())
             .service(at("/static/admin.css").get(render::stylesheet).finish())
             .service(
                 at("/login")
@@ -139,8 +136,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .post(gap_api::skip_gap)
                     .finish(),
             )
-            .service(at("/api/metrics").get(api::metrics).finish())
+            .service(at("/api/metrics").get(dashboard::metrics).finish())
             .service(at("/api/outbox").get(outbox::api).finish())
-            .service(at("/api/check").get(api::check).finish()),
+            .service(at("/api/check").get(dashboard::check).finish()),
     );
 }

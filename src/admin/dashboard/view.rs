@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::view::time;
+use crate::admin::view::{duration, time};
 use crate::context::Context;
 
 pub struct SourceView {
@@ -72,7 +72,7 @@ pub fn invariants(context: &Context, now: DateTime<Utc>) -> (bool, String) {
     match context.invariants.last() {
         None => (true, "not checked yet since start".into()),
         Some(check) => {
-            let ago = super::view::duration((now - check.at).num_seconds().max(0));
+            let ago = duration((now - check.at).num_seconds().max(0));
             match check.outcome {
                 Ok(violations) if violations.is_empty() => {
                     (true, format!("every invariant holds (checked {ago} ago)"))

@@ -1,17 +1,24 @@
-//! The minimal admin HTML: a dashboard (held queue, gaps, recent events,
-//! balances, counters, the outbox). Signing in and out is in `login`, the
-//! event page in `events`, the gap page in `gap_pages`.
+//! The dashboard (`GET /admin`): the held queue, gaps, recent events,
+//! balances, counters, deliveries per source, the ledger check and the
+//! outbox, or the login form for a visitor without a session; and the JSON
+//! of its counters (`GET /admin/api/metrics`) and of the ledger check
+//! (`GET /admin/api/check`, which also records it for the page).
+
+mod chart;
+mod view;
 
 use actix_web::HttpResponse;
-use actix_web::web::{Data, Query};
+use actix_web::web::{Data, Json, Query};
 use askama::Template;
+use serde_json::{Value, json};
 
-use super::auth::PageAdmin;
+use super::auth::{BearerAdmin, PageAdmin};
 use super::gaps;
 use super::guards;
 use super::login::LoginPage;
+use super::outbox::{self, DestinationView};
 use super::render::{Flash, csrf_for, html};
-use super::view::{BalanceView, EventView, GapView, HeldAccountView};
+use super::view::{BalanceView, EventView, GapView, HeldAccountView, duration};
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;
@@ -32,11 +39,11 @@ struct DashboardPage {
     recent: Vec<EventView>,
     balances: Vec<BalanceView>,
     counters: Counters,
-    outbox: Vec<super::outbox::DestinationView>,
+    outbox: Vec<DestinationView>,
     /// Destinations the config does not name that still hold messages.
     unconfigured: Vec<crate::store::Holding>,
-    chart: super::chart::Chart,
-    sources: Vec<super::source_view::SourceView>,
+    chart: chart::Chart,
+    sources: Vec<view::SourceView>,
     /// Whether the ledger held at the latest check, and what it said.
     invariants: (bool, String),
     /// How long the oldest stale or rejected event has waited.
@@ -104,9 +111,9 @@ pub async fn dashboard(
             .map(BalanceView::from)
             .collect(),
         counters: context.metrics.snapshot(),
-        chart: super::chart::chart(&context.metrics, context.clock.now()),
-        sources: super::source_view::sources(&context, context.clock.now()),
-        invariants: super::source_view::invariants(&context, context.clock.now()),
+        chart: chart::chart(&context.metrics, context.clock.now()),
+        sources: view::sources(&context, context.clock.now()),
+        invariants: view::invariants(&context, context.clock.now()),
         oldest_held: context
             .store
             .held_counts()
@@ -115,11 +122,28 @@ pub async fn dashboard(
             .filter(|h| h.status == "stale" || h.status == "rejected")
             .map(|h| h.oldest_received_at)
             .min()
-            .map(|at| super::view::duration((context.clock.now() - at).num_seconds().max(0))),
-        outbox: super::outbox::destinations(&context.store, chrono::Utc::now()).await?,
+            .map(|at| duration((context.clock.now() - at).num_seconds().max(0))),
+        outbox: outbox::destinations(&context.store, chrono::Utc::now()).await?,
         unconfigured: crate::outbox::unconfigured(&context.store).await?,
         message: (flash.done.as_deref() == Some("replay"))
             .then_some("Re-queued: the message will be sent again, with the same id."),
     };
     html(actix_web::http::StatusCode::OK, &page)
+}
+
+/// Delivery and verification-failure counters since start.
+pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Value> {
+    Json(json!(context.metrics.snapshot()))
+}
+
+/// The ledger invariant check: `{"ok": bool, "violations": [...]}`.
+pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
+    let violations = context.store.check_invariants().await?;
+    context.invariants.record(crate::invariants::LastCheck {
+        at: context.clock.now(),
+        outcome: Ok(violations.clone()),
+    });
+    Ok(Json(
+        json!({"ok": violations.is_empty(), "violations": violations}),
+    ))
 }

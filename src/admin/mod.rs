@@ -6,7 +6,6 @@ mod accounts;
 mod action;
 mod audit_page;
 mod auth;
-mod bulk;
 mod dashboard;
 mod events;
 mod failures;
@@ -16,6 +15,7 @@ mod gaps;
 mod guard_api;
 mod guard_pages;
 mod guards;
+mod held;
 mod input;
 mod login;
 mod outbox;
@@ -60,9 +60,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/event").get(events::event_page).finish())
             .service(at("/events").get(events::events_page).finish())
             .service(at("/failures").get(failures::page).finish())
-            .service(at("/held").get(bulk::held_page).finish())
-            .service(at("/held/preview").post(bulk::preview).finish())
-            .service(at("/held/act").post(bulk::act).finish())
+            .service(at("/held").get(held::held_page).finish())
+            .service(at("/held/preview").post(held::preview).finish())
+            .service(at("/held/act").post(held::act).finish())
             .service(at("/audit").get(audit_page::page).finish())
             .service(at("/api/audit").get(audit_page::api).finish())
             .service(at("/api/failures").get(failures::api).finish())

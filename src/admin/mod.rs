@@ -9,8 +9,6 @@ mod auth;
 mod dashboard;
 mod events;
 mod failures;
-mod gap_api;
-mod gap_pages;
 mod gaps;
 mod guard_api;
 mod guard_pages;
@@ -78,17 +76,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .post(events::event_action)
                     .finish(),
             )
-            .service(at("/gap").get(gap_pages::gap_page).finish())
+            .service(at("/gap").get(gaps::gap_page).finish())
             .service(at("/outbox/replay").post(outbox::replay).finish())
-            .service(at("/gap/skip").post(gap_pages::skip_gap).finish())
+            .service(at("/gap/skip").post(gaps::skip_from_page).finish())
             .service(
                 at("/gaps/{source}/{account_id}")
-                    .get(gap_pages::gap_page)
+                    .get(gaps::gap_page)
                     .finish(),
             )
             .service(
                 at("/gaps/{source}/{account_id}/skip")
-                    .post(gap_pages::skip_gap)
+                    .post(gaps::skip_from_page)
                     .finish(),
             )
             .service(at("/guard").get(guard_pages::guard_page).finish())
@@ -123,17 +121,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .finish(),
             )
             .service(at("/api/account").get(accounts::show_account).finish())
-            .service(at("/api/gaps").get(gap_api::list_gaps).finish())
-            .service(at("/api/gap").get(gap_api::show_gap).finish())
-            .service(at("/api/gap/skip").post(gap_api::skip_gap).finish())
+            .service(at("/api/gaps").get(gaps::list_gaps).finish())
+            .service(at("/api/gap").get(gaps::show_gap).finish())
+            .service(at("/api/gap/skip").post(gaps::skip_gap).finish())
             .service(
                 at("/api/gaps/{source}/{account_id}")
-                    .get(gap_api::show_gap)
+                    .get(gaps::show_gap)
                     .finish(),
             )
             .service(
                 at("/api/gaps/{source}/{account_id}/skip")
-                    .post(gap_api::skip_gap)
+                    .post(gaps::skip_gap)
                     .finish(),
             )
             .service(at("/api/metrics").get(dashboard::metrics).finish())

@@ -4,8 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::gaps::Gap;
-use super::target::{account_href, event_href, gap_action_href, gap_href, guard_href};
+use super::target::{account_href, event_href, guard_href};
 pub use crate::domain::{minor_units, money};
 use crate::store::{AuditRow, BalanceRow, EventRow, HeldAccountRow};
 
@@ -119,44 +118,6 @@ impl From<AuditRow> for AuditView {
             note: row.note.unwrap_or_default(),
             detail: row.detail.unwrap_or_default(),
             at: time(row.created_at),
-        }
-    }
-}
-
-/// A gap as the pages show it.
-pub struct GapView {
-    pub source: String,
-    pub account_id: String,
-    pub next_expected: i64,
-    pub missing: String,
-    pub waiting: i64,
-    pub lowest_waiting: i64,
-    pub highest_waiting: i64,
-    pub since: String,
-    pub open: String,
-    pub held: bool,
-    pub href: String,
-    pub skip_href: String,
-    pub skip_through: i64,
-}
-
-impl From<Gap> for GapView {
-    fn from(gap: Gap) -> Self {
-        let more = if gap.missing_more { ", ..." } else { "" };
-        Self {
-            href: gap_href(&gap.source, &gap.account_id),
-            skip_href: gap_action_href(&gap.source, &gap.account_id, "skip"),
-            missing: format!("{}{more}", gap.missing_text),
-            since: time(gap.waiting_since),
-            open: duration(gap.open_secs),
-            next_expected: gap.next_expected,
-            waiting: gap.waiting,
-            lowest_waiting: gap.lowest_waiting,
-            highest_waiting: gap.highest_waiting,
-            held: gap.held,
-            skip_through: gap.skip_through,
-            source: gap.source,
-            account_id: gap.account_id,
         }
     }
 }

@@ -1,13 +1,16 @@
 //! Contiguous streams waiting behind a gap, as operators see them: the
 //! missing numbers, how long the gap has been open, and whether it is past
 //! its source's `gap_timeout_secs` (then it is in the held queue). Shared by
-//! the JSON API and the pages; skipping one is an action (`action::skip_gap`).
+//! the JSON API and the pages, which show it formatted (`GapView`);
+//! skipping one is an action (`action::skip_gap`).
 
 use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::admin::target::{gap_action_href, gap_href};
+use crate::admin::view::{duration, time};
 use crate::context::Context;
 use crate::domain::{DEFAULT_GAP_TIMEOUT_SECS, Ranges, missing_ranges};
 use crate::store::{AuditRow, EventRow, GapRow, StoreError};
@@ -146,4 +149,42 @@ async fn describe(context: &Context, row: GapRow) -> Result<Gap, StoreError> {
         highest_waiting: row.highest_waiting,
         waiting_since: row.waiting_since,
     })
+}
+
+/// A gap as the pages show it.
+pub struct GapView {
+    pub source: String,
+    pub account_id: String,
+    pub next_expected: i64,
+    pub missing: String,
+    pub waiting: i64,
+    pub lowest_waiting: i64,
+    pub highest_waiting: i64,
+    pub since: String,
+    pub open: String,
+    pub held: bool,
+    pub href: String,
+    pub skip_href: String,
+    pub skip_through: i64,
+}
+
+impl From<Gap> for GapView {
+    fn from(gap: Gap) -> Self {
+        let more = if gap.missing_more { ", ..." } else { "" };
+        Self {
+            href: gap_href(&gap.source, &gap.account_id),
+            skip_href: gap_action_href(&gap.source, &gap.account_id, "skip"),
+            missing: format!("{}{more}", gap.missing_text),
+            since: time(gap.waiting_since),
+            open: duration(gap.open_secs),
+            next_expected: gap.next_expected,
+            waiting: gap.waiting,
+            lowest_waiting: gap.lowest_waiting,
+            highest_waiting: gap.highest_waiting,
+            held: gap.held,
+            skip_through: gap.skip_through,
+            source: gap.source,
+            account_id: gap.account_id,
+        }
+    }
 }

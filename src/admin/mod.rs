@@ -10,8 +10,6 @@ mod dashboard;
 mod events;
 mod failures;
 mod gaps;
-mod guard_api;
-mod guard_pages;
 mod guards;
 mod held;
 mod input;
@@ -89,15 +87,15 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     .post(gaps::skip_from_page)
                     .finish(),
             )
-            .service(at("/guard").get(guard_pages::guard_page).finish())
-            .service(at("/guard/reset").post(guard_pages::reset_guard).finish())
-            .service(at("/api/guard").get(guard_api::show_guard).finish())
+            .service(at("/guard").get(guards::guard_page).finish())
+            .service(at("/guard/reset").post(guards::reset_from_page).finish())
+            .service(at("/api/guard").get(guards::show_guard).finish())
             .service(
                 at("/api/held_accounts")
-                    .get(guard_api::held_accounts)
+                    .get(guards::list_held_accounts)
                     .finish(),
             )
-            .service(at("/api/guard/reset").post(guard_api::reset_guard).finish())
+            .service(at("/api/guard/reset").post(guards::reset_guard).finish())
             .service(at("/api/events").get(events::list_events).finish())
             .service(at("/api/event").get(events::show_event).finish())
             .service(

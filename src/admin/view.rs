@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::target::{account_href, event_href, guard_href};
+use super::target::{account_href, event_href};
 pub use crate::domain::{minor_units, money};
-use crate::store::{AuditRow, BalanceRow, EventRow, HeldAccountRow};
+use crate::store::{AuditRow, BalanceRow, EventRow};
 
 /// `2026-06-01 12:00:00 UTC`: the space lets a narrow column wrap between
 /// date and time instead of inside either.
@@ -129,33 +129,6 @@ pub fn duration(secs: i64) -> String {
         s if s < 3600 => format!("{} min", s / 60),
         s if s < 86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
         s => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
-    }
-}
-
-/// An account holding many events for an operator, on the dashboard.
-pub struct HeldAccountView {
-    pub source: String,
-    pub account_id: String,
-    pub held: i64,
-    pub stale: i64,
-    pub sequences: String,
-    /// Its sequence-guard page, for a high-water source.
-    pub guard_href: Option<String>,
-}
-
-impl HeldAccountView {
-    pub fn new(row: HeldAccountRow, high_water: bool) -> Self {
-        Self {
-            guard_href: high_water.then(|| guard_href(&row.source, &row.account_id)),
-            sequences: match (row.lowest_sequence, row.highest_sequence) {
-                (Some(low), Some(high)) => format!("{low} to {high}"),
-                _ => String::new(),
-            },
-            source: row.source,
-            account_id: row.account_id,
-            held: row.held,
-            stale: row.stale,
-        }
     }
 }
 

@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 
 use super::auth::{BearerAdmin, PageAdmin};
 use super::gaps::{self, GapView};
-use super::guards;
+use super::guards::{self, HeldAccountView};
 use super::login::LoginPage;
 use super::outbox::{self, DestinationView};
 use super::render::{Flash, csrf_for, html};
-use super::view::{BalanceView, EventView, HeldAccountView, duration};
+use super::view::{BalanceView, EventView, duration};
 use crate::context::Context;
 use crate::domain::OrderingMode;
 use crate::http::ApiError;

@@ -1,18 +1,22 @@
-//! The page for one account's high-water sequence guard: the guard, the
-//! suggested value, the stale events a reset would apply in order, the
-//! reset form, and the account's past actions.
+//! High-water sequence guards: the page for one account's guard (the
+//! guard, the suggested value, the stale events a reset would apply in
+//! order, the reset form, and the account's past actions) and the JSON API
+//! (bearer token only): the accounts holding many events, preview a reset,
+//! and reset.
 
-use actix_web::HttpRequest;
-use actix_web::HttpResponse;
+mod view;
+
 use actix_web::http::StatusCode;
-use actix_web::web::{Data, Form, Query};
+use actix_web::web::{Data, Form, Json, Payload, Query};
+use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
+use serde_json::{Value, json};
 
+pub use self::view::{HeldAccountView, MANY_HELD, held_accounts};
 use super::action::{self, Reset};
-use super::auth::{PageAdmin, check_csrf};
-use super::guards;
-use super::input::clean_note;
+use super::auth::{BearerAdmin, PageAdmin, check_csrf};
+use super::input::{clean_note, json_body};
 use super::render::{csrf_for, html, see_other};
 use super::target::{AccountRef, guard_action_href, guard_href};
 use super::view::{AuditView, EventView};
@@ -52,6 +56,16 @@ pub struct GuardQuery {
     held: Option<usize>,
 }
 
+/// `GET /admin/api/held_accounts`: accounts holding at least
+/// [`MANY_HELD`] events for an operator, most first.
+pub async fn list_held_accounts(
+    _: BearerAdmin,
+    context: Data<Context>,
+) -> Result<Json<Value>, ApiError> {
+    let accounts = held_accounts(&context).await?;
+    Ok(Json(json!({"at_least": MANY_HELD, "accounts": accounts})))
+}
+
 pub async fn guard_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
@@ -62,7 +76,7 @@ pub async fn guard_page(
         return Ok(see_other("/admin"));
     };
     let AccountRef { source, account_id } = target;
-    let preview = guards::preview(&context, &source, &account_id, query.to).await?;
+    let preview = view::preview(&context, &source, &account_id, query.to).await?;
     let audit = context
         .store
         .account_audit(&source, &account_id, AUDIT_ROWS)
@@ -102,6 +116,25 @@ pub async fn guard_page(
 }
 
 #[derive(Debug, Deserialize)]
+pub struct PreviewQuery {
+    /// The value to preview; the suggestion when absent.
+    to: Option<i64>,
+}
+
+/// `GET /admin/api/guard?source=&account=[&to=N]`: the guard, the suggested
+/// value, and the stale events a reset to `to` would apply, in order.
+pub async fn show_guard(
+    _: BearerAdmin,
+    context: Data<Context>,
+    target: AccountRef,
+    query: Query<PreviewQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let AccountRef { source, account_id } = target;
+    let preview = view::preview(&context, &source, &account_id, query.to).await?;
+    Ok(Json(json!(preview)))
+}
+
+#[derive(Debug, Deserialize)]
 pub struct ResetForm {
     #[serde(default)]
     csrf: String,
@@ -110,7 +143,7 @@ pub struct ResetForm {
     guard_seen: Option<i64>,
 }
 
-pub async fn reset_guard(
+pub async fn reset_from_page(
     admin: PageAdmin,
     context: Data<Context>,
     request: HttpRequest,
@@ -142,4 +175,58 @@ pub async fn reset_guard(
         outcome.applied.len(),
         outcome.still_held.len()
     )))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResetBody {
+    to: Option<i64>,
+    guard_seen: Option<i64>,
+    note: Option<String>,
+}
+
+/// `POST /admin/api/guard/reset?source=&account=` with
+/// `{"to": N, "guard_seen": G, "note": "..."}` (all required): lowers the
+/// guard from G (409 if it is not G any more) to N and applies the stale
+/// events above N in order.
+pub async fn reset_guard(
+    admin: BearerAdmin,
+    context: Data<Context>,
+    target: AccountRef,
+    request: HttpRequest,
+    payload: Payload,
+) -> Result<Json<Value>, ApiError> {
+    let AccountRef { source, account_id } = target;
+    let body: ResetBody = json_body(
+        &request,
+        payload,
+        r#"{"to": <sequence>, "guard_seen": <sequence>, "note": "..."}"#,
+    )
+    .await?;
+    let (Some(to), Some(guard_seen)) = (body.to, body.guard_seen) else {
+        return Err(ApiError::BadRequest(
+            "to and guard_seen are required: the new guard, and the guard the preview showed"
+                .into(),
+        ));
+    };
+    let note = clean_note(body.note)?.ok_or_else(|| {
+        ApiError::BadRequest("a note is required: say why the guard is wrong".into())
+    })?;
+    let actor = admin.actor();
+    let reset = Reset {
+        to,
+        guard_seen,
+        actor: &actor,
+        note: &note,
+    };
+    let outcome = action::reset_guard(&context, &source, &account_id, &reset).await?;
+    Ok(Json(json!({
+        "source": source,
+        "account_id": account_id,
+        "guard_before": outcome.guard_before,
+        "guard": outcome.guard,
+        "applied": outcome.applied,
+        "still_held": outcome.still_held,
+        "audit_id": outcome.audit_id,
+    })))
 }

@@ -4,7 +4,7 @@
 
 mod accounts;
 mod action;
-mod audit_page;
+mod audit;
 mod auth;
 mod dashboard;
 mod events;
@@ -59,8 +59,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .service(at("/held").get(held::held_page).finish())
             .service(at("/held/preview").post(held::preview).finish())
             .service(at("/held/act").post(held::act).finish())
-            .service(at("/audit").get(audit_page::page).finish())
-            .service(at("/api/audit").get(audit_page::api).finish())
+            .service(at("/audit").get(audit::page).finish())
+            .service(at("/api/audit").get(audit::api).finish())
             .service(at("/api/failures").get(failures::api).finish())
             .service(at("/account").get(accounts::account_page).finish())
             .service(at("/event/{action}").post(events::event_action).finish())

@@ -1,21 +1,13 @@
-//! The outbox on the admin: per destination what is pending, in flight,
-//! delivered and dead, and which accounts are blocked; per event which
-//! destinations got its messages and when; the audited replay of a dead
-//! letter; and the same as JSON.
+//! The outbox as operators see it: per destination what is pending, in
+//! flight, delivered and dead, and which accounts are blocked; per event
+//! which destinations got its messages and when. Shown on the dashboard
+//! and the event page, and as JSON.
 
-use actix_web::HttpRequest;
-use actix_web::HttpResponse;
-use actix_web::web::{Data, Form, Json};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::action;
-use super::auth::{BearerAdmin, PageAdmin, check_csrf};
-use super::render::see_other;
-use super::target::event_href;
-use super::view::{duration, time};
-use crate::context::Context;
+use crate::admin::target::event_href;
+use crate::admin::view::{duration, time};
 use crate::http::ApiError;
 use crate::store::{Blocking, OutboxEntry, OutboxStats, Store};
 
@@ -183,47 +175,6 @@ pub async fn event_messages(
         .into_iter()
         .map(MessageView::new)
         .collect())
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ReplayForm {
-    #[serde(default)]
-    csrf: String,
-    /// A page from before the row was named (none): no row, refused.
-    #[serde(default)]
-    outbox_id: i64,
-    destination: String,
-    message_id: String,
-}
-
-/// `POST /admin/outbox/replay`: one dead (or delivered) message sent again,
-/// with its id; audited on its event.
-pub async fn replay(
-    admin: PageAdmin,
-    context: Data<Context>,
-    request: HttpRequest,
-    form: Form<ReplayForm>,
-) -> Result<HttpResponse, ApiError> {
-    check_csrf(&request, &admin, &context, &form.csrf)?;
-    action::requeue_message(
-        &context,
-        form.outbox_id,
-        &form.destination,
-        &form.message_id,
-        &admin.actor(),
-    )
-    .await?;
-    Ok(see_other("/admin?done=replay#outbox"))
-}
-
-/// `GET /admin/api/outbox`: every destination's figures and dead letters,
-/// and the messages of destinations the config no longer names.
-pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
-    let views = destinations(&context.store, Utc::now()).await?;
-    let unconfigured = crate::outbox::unconfigured(&context.store).await?;
-    Ok(Json(
-        json!({ "destinations": views, "unconfigured": unconfigured }),
-    ))
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! (`GET /admin/audit?actor=&before=`, and `/admin/api/audit` with
 //! `limit`), paged by audit id.
 
+mod view;
+
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Json, Query};
@@ -9,13 +11,12 @@ use askama::Template;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use self::view::AuditLine;
 use super::auth::{BearerAdmin, PageAdmin};
 use super::render::{csrf_for, html, see_other};
-use super::target::{account_href, audit_href, event_href, plain_id};
-use super::view::time;
+use super::target::{audit_href, plain_id};
 use crate::context::Context;
 use crate::http::ApiError;
-use crate::store::AuditRow;
 
 /// Rows per page.
 const PAGE: i64 = 100;
@@ -33,36 +34,6 @@ impl AuditQuery {
         match self.actor.as_deref().map(str::trim) {
             None | Some("") => Ok(None),
             Some(actor) => plain_id("actor", actor.to_owned()).map(Some),
-        }
-    }
-}
-
-pub struct AuditLine {
-    pub at: String,
-    pub actor: String,
-    pub action: String,
-    pub source: String,
-    /// The event acted on, with its page.
-    pub event: Option<(String, String)>,
-    /// The account, with its page.
-    pub account: Option<(String, String)>,
-    pub previous_status: String,
-    pub note: String,
-    pub detail: String,
-}
-
-impl From<AuditRow> for AuditLine {
-    fn from(row: AuditRow) -> Self {
-        Self {
-            at: time(row.created_at),
-            event: row.event_id.map(|id| (event_href(&row.source, &id), id)),
-            account: row.account_id.map(|id| (account_href(&id), id)),
-            actor: row.actor,
-            action: row.action,
-            source: row.source,
-            previous_status: row.previous_status,
-            note: row.note.unwrap_or_default(),
-            detail: row.detail.unwrap_or_default(),
         }
     }
 }

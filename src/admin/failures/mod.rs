@@ -3,6 +3,8 @@
 //! `GET /admin/api/failures?source=&limit=`. What is shown is what
 //! [`crate::failures`] keeps: never a body, a header value or a secret.
 
+mod view;
+
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Json, Query};
@@ -10,9 +12,9 @@ use askama::Template;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use self::view::{FailureView, SourceFailures};
 use super::auth::{BearerAdmin, PageAdmin};
 use super::render::{csrf_for, html, see_other};
-use super::view::time;
 use crate::context::Context;
 use crate::failures::{Failure, PER_SOURCE};
 use crate::http::ApiError;
@@ -24,40 +26,6 @@ const LATEST: usize = 20;
 pub struct FailureQuery {
     source: Option<String>,
     limit: Option<usize>,
-}
-
-pub struct FailureView {
-    pub at: String,
-    pub code: &'static str,
-    pub reason: String,
-    pub headers: String,
-    pub body_bytes: usize,
-    pub body_sha256: String,
-    pub signed_at: String,
-}
-
-impl From<Failure> for FailureView {
-    fn from(failure: Failure) -> Self {
-        Self {
-            at: time(failure.at),
-            code: failure.code,
-            reason: failure.reason,
-            headers: failure.headers.join(", "),
-            body_bytes: failure.body_bytes,
-            body_sha256: failure.body_sha256,
-            signed_at: match (failure.signed_at, failure.skew_secs) {
-                (Some(at), Some(skew)) => format!("{} ({skew} s skew)", time(at)),
-                _ => String::new(),
-            },
-        }
-    }
-}
-
-pub struct SourceFailures {
-    pub source: String,
-    /// Failures kept for the source (at most 1,000).
-    pub kept: usize,
-    pub failures: Vec<FailureView>,
 }
 
 #[derive(Template)]

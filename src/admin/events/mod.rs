@@ -28,6 +28,7 @@ use crate::context::Context;
 use crate::domain::Status;
 use crate::http::{ApiError, read_limited};
 use crate::operator::Action;
+use crate::store::{AuditRow, EventDetailRow};
 
 /// Events per page of the list.
 const PAGE: i64 = 50;
@@ -98,6 +99,22 @@ pub async fn list_events(
     Ok(Json(json!({"events": events, "next_before": next_before})))
 }
 
+/// The stored event and its audit rows, as its page and the API show them;
+/// 404 if it is not stored.
+async fn stored_event(
+    context: &Context,
+    source: &str,
+    event_id: &str,
+) -> Result<(EventDetailRow, Vec<AuditRow>), ApiError> {
+    let event = context
+        .store
+        .event(source, event_id)
+        .await?
+        .ok_or(ApiError::NotFound("event"))?;
+    let audit = context.store.event_audit(source, event_id).await?;
+    Ok((event, audit))
+}
+
 pub async fn event_page(
     admin: Option<PageAdmin>,
     context: Data<Context>,
@@ -108,12 +125,7 @@ pub async fn event_page(
         return Ok(see_other("/admin"));
     };
     let EventRef { source, event_id } = target;
-    let event = context
-        .store
-        .event(&source, &event_id)
-        .await?
-        .ok_or(ApiError::NotFound("event"))?;
-    let audit = context.store.event_audit(&source, &event_id).await?;
+    let (event, audit) = stored_event(&context, &source, &event_id).await?;
     let entry = context.store.event_entry(&source, &event_id).await?;
     let message = done_notice(flash.done.as_deref(), &event.event.status, entry.as_ref());
     let balance_minor = match (&event.event.account_id, &event.event.currency) {
@@ -159,12 +171,7 @@ pub async fn show_event(
     target: EventRef,
 ) -> Result<Json<Value>, ApiError> {
     let EventRef { source, event_id } = target;
-    let event = context
-        .store
-        .event(&source, &event_id)
-        .await?
-        .ok_or(ApiError::NotFound("event"))?;
-    let audit = context.store.event_audit(&source, &event_id).await?;
+    let (event, audit) = stored_event(&context, &source, &event_id).await?;
     let mut body = serde_json::to_value(event).map_err(|_| ApiError::Internal)?;
     body["audit"] = json!(audit);
     Ok(Json(body))

@@ -92,6 +92,15 @@ pub async fn show_gap(
     })))
 }
 
+/// A skip's note, from the page's form or the API's body: required.
+fn skip_note(note: Option<String>) -> Result<String, ApiError> {
+    clean_note(note)?.ok_or_else(|| {
+        ApiError::BadRequest(
+            "a note is required: say why the missing numbers will never arrive".into(),
+        )
+    })
+}
+
 #[derive(Debug, Deserialize)]
 pub struct SkipForm {
     #[serde(default)]
@@ -114,11 +123,7 @@ pub async fn skip_from_page(
     let through = form
         .through
         .ok_or_else(|| ApiError::BadRequest("the form lacks the numbers to skip; reload".into()))?;
-    let note = clean_note(form.note)?.ok_or_else(|| {
-        ApiError::BadRequest(
-            "a note is required: say why the missing numbers will never arrive".into(),
-        )
-    })?;
+    let note = skip_note(form.note)?;
     action::skip_gap(
         &context,
         &source,
@@ -158,11 +163,7 @@ pub async fn skip_gap(
         r#"{"note": "...", "through": <sequence>}"#,
     )
     .await?;
-    let note = clean_note(body.note)?.ok_or_else(|| {
-        ApiError::BadRequest(
-            "a note is required: say why the missing numbers will never arrive".into(),
-        )
-    })?;
+    let note = skip_note(body.note)?;
     let through = body.through.ok_or_else(|| {
         ApiError::BadRequest(
             "through is required: the highest missing number you confirm skipping".into(),

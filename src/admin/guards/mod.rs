@@ -134,6 +134,13 @@ pub async fn show_guard(
     Ok(Json(json!(preview)))
 }
 
+/// A reset's note, from the page's form or the API's body: required.
+fn reset_note(note: Option<String>) -> Result<String, ApiError> {
+    clean_note(note)?.ok_or_else(|| {
+        ApiError::BadRequest("a note is required: say why the guard is wrong".into())
+    })
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ResetForm {
     #[serde(default)]
@@ -158,9 +165,7 @@ pub async fn reset_from_page(
             "the form lacks the new guard or the guard it showed; reload".into(),
         ));
     };
-    let note = clean_note(form.note)?.ok_or_else(|| {
-        ApiError::BadRequest("a note is required: say why the guard is wrong".into())
-    })?;
+    let note = reset_note(form.note)?;
     let actor = admin.actor();
     let reset = Reset {
         to,
@@ -209,9 +214,7 @@ pub async fn reset_guard(
                 .into(),
         ));
     };
-    let note = clean_note(body.note)?.ok_or_else(|| {
-        ApiError::BadRequest("a note is required: say why the guard is wrong".into())
-    })?;
+    let note = reset_note(body.note)?;
     let actor = admin.actor();
     let reset = Reset {
         to,

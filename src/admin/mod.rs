@@ -1,6 +1,15 @@
 //! The admin surface: JSON API (bearer token) and minimal HTML pages
 //! (session cookie or bearer token). Every route requires auth except the
 //! login form and the stylesheet.
+//!
+//! One folder per resource (accounts, audit, dashboard, events, failures,
+//! gaps, guards, held, outbox), each the same way: `mod.rs` holds its page
+//! and API handlers side by side, `view.rs` what its pages show of its own
+//! rows, and any other part a file named for it (`events/filter.rs`,
+//! `held/form.rs`, `dashboard/chart.rs`). Every operator action, from a
+//! page, the API or the bulk form, goes through `action` (the call and its
+//! log line); what every page answers with is `render`, what every request
+//! carries is `input`, which event or account a route names is `target`.
 
 mod accounts;
 mod action;

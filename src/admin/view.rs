@@ -1,6 +1,7 @@
-//! What the admin templates show, already formatted: amounts from minor
-//! units, times, and links with escaped path segments. Templates escape every
-//! value again when they render it.
+//! What several admin pages show, already formatted: events, balances and
+//! audit rows, amounts from minor units, times and durations, and links
+//! with escaped path segments. Templates escape every value again when
+//! they render it.
 
 use chrono::{DateTime, Utc};
 

@@ -20,7 +20,6 @@ use super::outbox::{self, DestinationView};
 use super::render::{Flash, csrf_for, html};
 use super::view::{BalanceView, EventView, duration};
 use crate::context::Context;
-use crate::domain::OrderingMode;
 use crate::http::ApiError;
 use crate::store::EventFilter;
 use crate::telemetry::Counters;
@@ -78,16 +77,7 @@ pub async fn dashboard(
         .into_iter()
         .map(GapView::from)
         .collect();
-    let held_accounts = guards::held_accounts(&context)
-        .await?
-        .into_iter()
-        .map(|row| {
-            let high_water = context
-                .source(&row.source)
-                .is_some_and(|s| s.ordering.mode == OrderingMode::HighWater);
-            HeldAccountView::new(row, high_water)
-        })
-        .collect();
+    let held_accounts = guards::held_account_views(&context).await?;
     let page = DashboardPage {
         can_act: !admin.who.read_only,
         csrf: csrf_for(&admin, &context),

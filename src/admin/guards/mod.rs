@@ -13,7 +13,8 @@ use askama::Template;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use self::view::{HeldAccountView, MANY_HELD, held_accounts};
+use self::view::held_accounts;
+pub use self::view::{HeldAccountView, MANY_HELD, held_account_views};
 use super::action::{self, Reset};
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
 use super::input::{clean_note, json_body};

@@ -5,6 +5,7 @@
 
 use crate::admin::target::guard_href;
 use crate::context::Context;
+use crate::domain::OrderingMode;
 use crate::operator::{self, GuardPreview, OperatorError};
 use crate::store::{HeldAccountRow, StoreError};
 
@@ -19,6 +20,21 @@ pub async fn held_accounts(context: &Context) -> Result<Vec<HeldAccountRow>, Sto
         .store
         .held_accounts(MANY_HELD, ACCOUNTS_LISTED)
         .await
+}
+
+/// The same accounts as the dashboard lists them, each with its guard page
+/// when its source orders by high water.
+pub async fn held_account_views(context: &Context) -> Result<Vec<HeldAccountView>, StoreError> {
+    Ok(held_accounts(context)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let high_water = context
+                .source(&row.source)
+                .is_some_and(|s| s.ordering.mode == OrderingMode::HighWater);
+            HeldAccountView::new(row, high_water)
+        })
+        .collect())
 }
 
 pub async fn preview(

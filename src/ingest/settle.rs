@@ -1,8 +1,7 @@
 //! Applying one decided posting, for ingest and for an operator: the
 //! payment bookkeeping a credit or a reversal needs (a payment credits once
 //! per scope: a second credit of it is refused as `duplicate_effect`), the
-//! negative-balance
-//! policy, then the balance and the ledger entry. A posting the rules refuse
+//! negative-balance policy, then the balance and the ledger entry. A posting the rules refuse
 //! (a refund larger than what its payment has left, a debit below zero under
 //! `negative_balance = "hold"`) changes nothing and comes back as
 //! [`Settled::Refused`], for the caller to record.
@@ -67,81 +66,26 @@ fn money(currency: &str, minor: i64) -> String {
     format!("{currency} {}", format_minor(minor, exponent))
 }
 
+/// Why a posting may not apply: the status its event gets, and the reason.
+type Refusal = (Status, String);
+
 /// Checks and posts. For [`SettleLink::Pays`] the caller has locked the
 /// payment row; for a reversal this locks it (a no-op when the caller did).
+/// Every check first, under the locks that keep it true until commit; then
+/// the balance and ledger; the payment row last, once the posting is known
+/// to fit.
 pub(crate) async fn settle(
     tx: &mut WriteTx,
     settle: &Settle<'_>,
     now: DateTime<Utc>,
 ) -> Result<Settled, StoreError> {
     let entry = &settle.entry;
-    let scope = settle.scope;
-    let mut amount = entry.amount_minor;
-    // The payment row this posting credits or reverses, once locked.
-    let mut payment_row: Option<PaymentRow> = None;
-    // Every check first, under the locks that keep it true until commit;
-    // then the balance and ledger; the payment row last, once the posting
-    // is known to fit.
-    match settle.link {
-        SettleLink::None => {}
-        SettleLink::Pays { payment, part } => {
-            let row = tx.lock_payment(scope, payment, now).await?;
-            if let Some(reason) = credited_before(tx, &row, payment, part).await? {
-                return refused(Status::DuplicateEffect, reason);
-            }
-            let same = row.account_id.as_deref() == Some(entry.account_id)
-                && row.currency.as_deref() == Some(entry.currency);
-            if row.credited_minor.saturating_add(amount) > MAX_CREDITED {
-                return refused(Status::Rejected, OUT_OF_RANGE.to_owned());
-            }
-            if row.credited_minor > 0 && !same {
-                return refused(
-                    Status::Rejected,
-                    format!(
-                        "payment {payment} was credited to account {} in {} before",
-                        row.account_id.as_deref().unwrap_or("?"),
-                        row.currency.as_deref().unwrap_or("?")
-                    ),
-                );
-            }
-            payment_row = Some(row);
-        }
-        SettleLink::Reverses {
-            payment,
-            total,
-            undoes,
-        } => {
-            let row = tx.lock_payment(scope, payment, now).await?;
-            match check_reversal(tx, scope, entry, &row, payment, total, undoes).await? {
-                Ok(posted) => amount = posted,
-                Err((status, reason)) => return refused(status, reason),
-            }
-            payment_row = Some(row);
-        }
-    }
-    if amount < 0 && settle.negative_balance == NegativeBalance::Hold {
-        // Locked until commit, so no other posting moves it under this
-        // check; an account without a balance row has 0, and a debit from 0
-        // is refused whatever commits meanwhile.
-        let balance = tx
-            .lock_existing_balance(entry.account_id, entry.currency)
-            .await?
-            .unwrap_or(0);
-        if balance + amount < 0 {
-            // Held where an operator can apply it (`stale`): a refund or
-            // dispute the provider has already paid out must still be
-            // postable once someone decides to.
-            return refused(
-                Status::Stale,
-                format!(
-                    "would take the balance of {} below zero: {} less {} \
-                     (negative_balance = \"hold\")",
-                    entry.account_id,
-                    money(entry.currency, balance),
-                    money(entry.currency, -amount)
-                ),
-            );
-        }
+    let (amount, payment_row) = match check_payment(tx, settle, now).await? {
+        Ok(checked) => checked,
+        Err((status, reason)) => return refused(status, reason),
+    };
+    if let Some((status, reason)) = check_balance(tx, settle, amount).await? {
+        return refused(status, reason);
     }
     let posting = LedgerPosting {
         amount_minor: amount,
@@ -160,6 +104,121 @@ pub(crate) async fn settle(
         }
         Err(e) => return Err(e),
     };
+    record_on_payment(tx, settle, amount, payment_id, now).await?;
+    if amount != entry.amount_minor {
+        tx.set_intent_amount(entry.intent_id, amount).await?;
+    }
+    Ok(Settled::Posted { balance_after })
+}
+
+/// The payment checks, under the payment row's lock: what the posting may
+/// post (for a running total, the part not yet reversed) and the row it
+/// credits or reverses; or why it may not.
+async fn check_payment(
+    tx: &mut WriteTx,
+    settle: &Settle<'_>,
+    now: DateTime<Utc>,
+) -> Result<Result<(i64, Option<PaymentRow>), Refusal>, StoreError> {
+    let entry = &settle.entry;
+    match settle.link {
+        SettleLink::None => Ok(Ok((entry.amount_minor, None))),
+        SettleLink::Pays { payment, part } => {
+            let row = tx.lock_payment(settle.scope, payment, now).await?;
+            Ok(check_credit(tx, entry, &row, payment, part)
+                .await?
+                .map(|()| (entry.amount_minor, Some(row))))
+        }
+        SettleLink::Reverses {
+            payment,
+            total,
+            undoes,
+        } => {
+            let row = tx.lock_payment(settle.scope, payment, now).await?;
+            Ok(
+                check_reversal(tx, settle.scope, entry, &row, payment, total, undoes)
+                    .await?
+                    .map(|amount| (amount, Some(row))),
+            )
+        }
+    }
+}
+
+/// Whether a credit may apply to its locked payment row: once per payment,
+/// within range, and to the account and currency it credited before.
+async fn check_credit(
+    tx: &mut WriteTx,
+    entry: &LedgerPosting<'_>,
+    row: &PaymentRow,
+    payment: &str,
+    part: bool,
+) -> Result<Result<(), Refusal>, StoreError> {
+    if let Some(reason) = credited_before(tx, row, payment, part).await? {
+        return Ok(Err((Status::DuplicateEffect, reason)));
+    }
+    let same = row.account_id.as_deref() == Some(entry.account_id)
+        && row.currency.as_deref() == Some(entry.currency);
+    if row.credited_minor.saturating_add(entry.amount_minor) > MAX_CREDITED {
+        return Ok(Err((Status::Rejected, OUT_OF_RANGE.to_owned())));
+    }
+    if row.credited_minor > 0 && !same {
+        return Ok(Err((
+            Status::Rejected,
+            format!(
+                "payment {payment} was credited to account {} in {} before",
+                row.account_id.as_deref().unwrap_or("?"),
+                row.currency.as_deref().unwrap_or("?")
+            ),
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// Under `negative_balance = "hold"`, a debit that would take the balance
+/// below zero is held.
+async fn check_balance(
+    tx: &mut WriteTx,
+    settle: &Settle<'_>,
+    amount: i64,
+) -> Result<Option<Refusal>, StoreError> {
+    if amount >= 0 || settle.negative_balance != NegativeBalance::Hold {
+        return Ok(None);
+    }
+    let entry = &settle.entry;
+    // Locked until commit, so no other posting moves it under this check;
+    // an account without a balance row has 0, and a debit from 0 is
+    // refused whatever commits meanwhile.
+    let balance = tx
+        .lock_existing_balance(entry.account_id, entry.currency)
+        .await?
+        .unwrap_or(0);
+    if balance + amount >= 0 {
+        return Ok(None);
+    }
+    // Held where an operator can apply it (`stale`): a refund or dispute
+    // the provider has already paid out must still be postable once
+    // someone decides to.
+    Ok(Some((
+        Status::Stale,
+        format!(
+            "would take the balance of {} below zero: {} less {} \
+             (negative_balance = \"hold\")",
+            entry.account_id,
+            money(entry.currency, balance),
+            money(entry.currency, -amount)
+        ),
+    )))
+}
+
+/// Records the posting on its payment row: the payment's credit, or what
+/// a reversal took (or a reinstatement gave back).
+async fn record_on_payment(
+    tx: &mut WriteTx,
+    settle: &Settle<'_>,
+    amount: i64,
+    payment_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let entry = &settle.entry;
     let recorded = match settle.link {
         SettleLink::None => true,
         SettleLink::Pays { payment, part } => {
@@ -182,7 +241,7 @@ pub(crate) async fn settle(
             .await?
         }
         SettleLink::Reverses { payment, .. } => {
-            tx.add_reversed(scope, payment, -amount, now).await?
+            tx.add_reversed(settle.scope, payment, -amount, now).await?
         }
     };
     if !recorded {
@@ -192,10 +251,7 @@ pub(crate) async fn settle(
             entry.event_id, amount
         )));
     }
-    if amount != entry.amount_minor {
-        tx.set_intent_amount(entry.intent_id, amount).await?;
-    }
-    Ok(Settled::Posted { balance_after })
+    Ok(())
 }
 
 /// Why a credit of `payment` (locked in `row`) may not apply because the
@@ -227,11 +283,11 @@ async fn check_reversal(
     tx: &mut WriteTx,
     scope: &str,
     entry: &LedgerPosting<'_>,
-    row: &crate::store::PaymentRow,
+    row: &PaymentRow,
     payment: &str,
     total: Option<i64>,
     undoes: Option<&str>,
-) -> Result<Result<i64, (Status, String)>, StoreError> {
+) -> Result<Result<i64, Refusal>, StoreError> {
     let (credited, reversed) = (row.credited_minor, row.reversed_minor);
     let reject = |reason: String| Ok(Err((Status::Rejected, reason)));
     if row.currency.as_deref() != Some(entry.currency) {
@@ -292,7 +348,7 @@ async fn check_reinstatement(
     entry: &LedgerPosting<'_>,
     undoes: Option<&str>,
     amount: i64,
-) -> Result<Option<(Status, String)>, StoreError> {
+) -> Result<Option<Refusal>, StoreError> {
     let Some(undoes) = undoes else {
         return Ok(Some((
             Status::Rejected,

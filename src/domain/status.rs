@@ -52,11 +52,6 @@ impl Status {
             Status::DuplicateEffect => "duplicate_effect",
         }
     }
-
-    /// Held events wait for an operator's apply or dismiss.
-    pub fn is_held(self) -> bool {
-        matches!(self, Status::Stale | Status::Rejected)
-    }
 }
 
 impl fmt::Display for Status {

@@ -30,7 +30,7 @@ use crate::domain::Status;
 /// row only if the event is in order (sequence >= guard). Check and write are
 /// this one statement: the conflict path locks the guard row (PostgreSQL) and
 /// evaluates `where` on its latest committed value. With no row returned the
-/// row is still locked, so a following `GUARD_SEQUENCE` reads a stable value.
+/// row is still locked until commit.
 pub(in crate::store) const ADVANCE_GUARD: &str = "
 insert into sequence_guards (source, account_id, last_sequence, updated_at)
 values ($1, $2, $3, $4)
@@ -38,9 +38,6 @@ on conflict (source, account_id) do update
 set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at
 where sequence_guards.last_sequence <= excluded.last_sequence
 returning last_sequence";
-
-const GUARD_SEQUENCE: &str = "
-select last_sequence from sequence_guards where source = $1 and account_id = $2";
 
 /// Contiguous: creates the guard at `first_sequence - 1` if the account has
 /// none, and in every case locks the row and returns the guard. The conflict
@@ -155,19 +152,6 @@ impl WriteTx {
             .fetch_optional(conn)
             .await)?;
         Ok(row.is_some())
-    }
-
-    pub async fn guard_sequence(
-        &mut self,
-        source: &str,
-        account_id: &str,
-    ) -> Result<Option<i64>, StoreError> {
-        let row: Option<(i64,)> = on_tx!(self, conn => sqlx::query_as(GUARD_SEQUENCE)
-            .bind(source)
-            .bind(account_id)
-            .fetch_optional(conn)
-            .await)?;
-        Ok(row.map(|(sequence,)| sequence))
     }
 
     /// Contiguous: locks the account's guard (creating it at `initial`) and

@@ -5,8 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
-
 use super::super::{Store, StoreError};
 
 const DATABASE_CLOCK_MS: &str = "select (extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -48,11 +46,11 @@ impl Store {
     }
 
     /// Now by that clock, in milliseconds since the epoch: PostgreSQL's, or
-    /// on SQLite this host's.
+    /// on SQLite this host's (the outbox handle's).
     pub async fn database_now_ms(&self) -> Result<i64, StoreError> {
         Ok(match self.database_clock().await? {
             Some(reading) => reading.ms,
-            None => Utc::now().timestamp_millis(),
+            None => self.outbox().host_clock().now().timestamp_millis(),
         })
     }
 }

@@ -1,11 +1,13 @@
 //! The outbox handle every store carries: where this process's postings
 //! are told (the configured routes, worked out once as the posting
-//! statement binds them) and the signals that wake its relays.
+//! statement binds them), the signals that wake its relays, and this
+//! host's clock, by which the outbox's rows are timed on SQLite.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::clock::{Clock, SystemClock};
 use crate::domain::{MessageType, Routes};
 
 /// Where this process's postings are told: the configured routes, the
@@ -13,12 +15,24 @@ use crate::domain::{MessageType, Routes};
 /// messages, or on PostgreSQL a notification from any instance), and the
 /// signal of this process's own such commits (which the notifier passes on
 /// to the other instances).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Outbox {
     routes: Routes,
     posted: Arc<PostedTo>,
     wake: Arc<watch::Sender<u64>>,
     committed: Arc<watch::Sender<u64>>,
+    /// This host's clock (the system's): on SQLite, the database's clock
+    /// is this host's.
+    host_clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox")
+            .field("routes", &self.routes)
+            .field("posted", &self.posted)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Outbox {
@@ -29,11 +43,17 @@ impl Default for Outbox {
             routes,
             wake: Arc::new(watch::channel(0).0),
             committed: Arc::new(watch::channel(0).0),
+            host_clock: Arc::new(SystemClock),
         }
     }
 }
 
 impl Outbox {
+    /// This host's clock: on SQLite, what the outbox's rows are timed by.
+    pub fn host_clock(&self) -> &dyn Clock {
+        self.host_clock.as_ref()
+    }
+
     pub fn routes(&self) -> &Routes {
         &self.routes
     }

@@ -17,7 +17,7 @@ mod read;
 mod retention;
 mod rows;
 mod write;
-mod writer;
+mod write_turn;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -59,7 +59,7 @@ pub(crate) use on_pool;
 pub enum Store {
     /// The pool (readers, and writers in turn), the turn to write, and
     /// where postings are told to other systems.
-    Sqlite(SqlitePool, writer::Writer, Outbox),
+    Sqlite(SqlitePool, write_turn::WriteTurns, Outbox),
     Postgres(PgPool, Outbox),
 }
 
@@ -109,7 +109,7 @@ impl Store {
                 .map_err(|e| open::sqlite_error(&path, &e))?;
             Ok(Store::Sqlite(
                 pool,
-                writer::Writer::new(settings.busy_timeout),
+                write_turn::WriteTurns::new(settings.busy_timeout),
                 Outbox::default(),
             ))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

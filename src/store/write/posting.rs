@@ -10,8 +10,34 @@ use chrono::{DateTime, Utc};
 
 use super::super::outbox::PostedTo;
 use super::balances::upsert_balance;
-use super::{NewLedgerEntry, StoreError, TxConn, WriteTx};
+use super::{StoreError, TxConn, WriteTx};
 use crate::domain::MessageType;
+
+/// A posting's ledger entry.
+pub struct NewLedgerEntry<'a> {
+    pub intent_id: i64,
+    /// The payment row (`payments.payment_id`) this entry credits whole.
+    pub credits_payment: Option<i64>,
+    pub source: &'a str,
+    pub event_id: &'a str,
+    pub account_id: &'a str,
+    pub currency: &'a str,
+    pub amount_minor: i64,
+    pub balance_after_minor: i64,
+    /// Its number among the postings of its account and currency: 1, 2, ...
+    pub account_seq: i64,
+    pub object_id: Option<&'a str>,
+    pub operator_applied: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A plain insert: a second entry for one (source, event_id), or a second
+/// entry crediting one payment whole, violates a unique key and fails the
+/// whole transaction rather than post twice.
+const INSERT_LEDGER_ENTRY: &str = "
+insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
+    balance_after_minor, object_id, operator_applied, created_at, credits_payment, account_seq)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
 
 /// The three writes of a posting in one statement: the balance's own
 /// statement (`upsert_balance!`, whose `$1`-`$4` are this statement's
@@ -133,6 +159,29 @@ pub struct NewPosting<'a> {
 }
 
 impl WriteTx {
+    pub async fn insert_ledger_entry(
+        &mut self,
+        entry: &NewLedgerEntry<'_>,
+    ) -> Result<(), StoreError> {
+        on_tx!(self, conn => sqlx::query(INSERT_LEDGER_ENTRY)
+            .bind(entry.intent_id)
+            .bind(entry.source)
+            .bind(entry.event_id)
+            .bind(entry.account_id)
+            .bind(entry.currency)
+            .bind(entry.amount_minor)
+            .bind(entry.balance_after_minor)
+            .bind(entry.object_id)
+            .bind(entry.operator_applied)
+            .bind(entry.created_at)
+            .bind(entry.credits_payment)
+            .bind(entry.account_seq)
+            .execute(conn)
+            .await
+            .map(drop))?;
+        Ok(())
+    }
+
     /// Moves the balance, writes the ledger entry and its messages; returns
     /// the balance after the posting.
     pub async fn post(&mut self, posting: &NewPosting<'_>) -> Result<i64, StoreError> {

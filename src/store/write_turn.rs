@@ -1,4 +1,4 @@
-//! SQLite's one writer, taken in turn in-process. SQLite lets one
+//! The turn to write SQLite, taken in arrival order in-process. SQLite lets one
 //! connection write at a time; pooled connections that collide on
 //! `BEGIN IMMEDIATE` wait in SQLite's busy handler, which sleeps for up to
 //! 100 ms between tries and serves no one in order: under load a few
@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::StoreError;
 
 #[derive(Debug, Clone)]
-pub struct Writer {
+pub struct WriteTurns {
     turn: Arc<Semaphore>,
     /// How long a writer waits for its turn: the busy timeout, as before.
     wait: Duration,
@@ -25,7 +25,7 @@ pub struct Writer {
 /// The turn to write, held until the write ends (commit, rollback or drop).
 pub type WriteTurn = OwnedSemaphorePermit;
 
-impl Writer {
+impl WriteTurns {
     pub fn new(wait: Duration) -> Self {
         Self {
             turn: Arc::new(Semaphore::new(1)),
@@ -50,7 +50,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn writers_take_turns_in_arrival_order() {
-        let writer = Writer::new(Duration::from_secs(5));
+        let writer = WriteTurns::new(Duration::from_secs(5));
         let first = writer.turn().await.unwrap();
         let (order, mut seen) = tokio::sync::mpsc::unbounded_channel();
         for n in 0..3 {
@@ -74,7 +74,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_beyond_the_busy_timeout_is_transient() {
-        let writer = Writer::new(Duration::from_secs(5));
+        let writer = WriteTurns::new(Duration::from_secs(5));
         let _held = writer.turn().await.unwrap();
         let error = writer.turn().await.unwrap_err();
         assert!(error.is_transient(), "{error}");

@@ -24,6 +24,7 @@ pub mod receive;
 pub mod replay;
 pub mod rng;
 pub mod secret;
+pub mod server;
 pub mod session;
 pub mod source;
 pub mod startup;

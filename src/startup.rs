@@ -3,27 +3,21 @@
 
 use std::net::TcpListener;
 use std::sync::Arc;
-
 use std::time::Duration;
 
-use actix_http::error::DispatchError;
-use actix_http::{HttpService, KeepAlive, Protocol};
 use actix_server::Server;
-use actix_service::{ServiceFactoryExt, apply_fn_factory, fn_service, map_config};
-use actix_web::dev::AppConfig;
 use actix_web::web::Data;
-use tokio::net::TcpStream;
+use chrono::{DateTime, Utc};
 use tokio::task::JoinHandle;
 
 use crate::background::Background;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
-use crate::http::connection;
-use crate::http::gate::ConnectionGate;
-use crate::http::head_deadline::{ConnectionPhase, HeadDeadline};
+use crate::outbox::Relays;
+use crate::server;
 use crate::store::{Store, StoreError};
-use crate::telemetry::Metrics;
+use crate::telemetry::{Metrics, OutboxInstruments};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -43,7 +37,7 @@ pub struct Application {
     server: Server,
     store: Store,
     background: Background,
-    relays: crate::outbox::Relays,
+    relays: Relays,
     context: Data<Context>,
 }
 
@@ -100,11 +94,7 @@ impl Application {
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
-        let store = connect_store(&config).await?;
-        store.migrate().await?;
-        place_in_scopes(&store, &config.sources, clock.now()).await?;
-        crate::outbox::warn_of_unconfigured(&store).await;
-
+        let store = open_store(&config, clock.now()).await?;
         let lifetime = connection_lifetime(&config);
         let metrics = Metrics::default();
         let relay_metrics = metrics.outbox();
@@ -114,76 +104,16 @@ impl Application {
             config.limits.log_summary,
             config.retention,
         );
-        // At shutdown the relays stop after the requests in flight: their
-        // sends get a short grace of their own, then hand their leases back.
-        let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
-        let relays = if config.run_relays {
-            crate::outbox::Relays::spawn(&store, &config.destinations, grace, relay_metrics)
-        } else {
-            crate::outbox::Relays::spawn(&store, &[], grace, relay_metrics)
-        };
-        let summary_context = context.clone();
-        let limits = config.limits.clone();
-        let gate = ConnectionGate::new(&limits);
-        let capacity = gate.capacity();
-        let local = listener.local_addr().map_err(bind_error)?;
-        let factory = move || {
-            let read_timeout = limits.read_timeout;
-            let http = HttpService::build()
-                // Every head is timed by `HeadDeadline`, the first too
-                // (actix would time only the first).
-                .client_request_timeout(Duration::ZERO)
-                // An idle kept-alive connection is closed as a head that
-                // never came would be.
-                .keep_alive(KeepAlive::Timeout(read_timeout))
-                .on_connect_ext(|io: &HeadDeadline<TcpStream>, extensions| {
-                    extensions.insert(io.phase());
-                })
-                .local_addr(local)
-                .client_disconnect_timeout(Duration::from_secs(1))
-                .finish(map_config(
-                    crate::app::app(
-                        context.clone(),
-                        read_timeout,
-                        lifetime.saturating_sub(2 * read_timeout),
-                    ),
-                    |()| AppConfig::default(),
-                ));
-            let http = fn_service(move |(io, phase): (TcpStream, ConnectionPhase)| {
-                let peer = io.peer_addr().ok();
-                let _ = io.set_nodelay(true);
-                let io = HeadDeadline::new(io, phase);
-                std::future::ready(Ok::<_, DispatchError>((io, Protocol::Http1, peer)))
-            })
-            .and_then(http);
-            let (gate, context) = (gate.clone(), context.clone().into_inner());
-            apply_fn_factory(http, move |io: TcpStream, service| {
-                let bounds = (read_timeout, 2 * lifetime);
-                connection::serve(&gate, &context, bounds, io, service)
-            })
-        };
-        let mut server = Server::build()
-            // actix's own bound is per worker: never below what the gate
-            // admits in all, or one worker would stop accepting first.
-            .max_concurrent_connections(capacity)
-            // Signals are ours (run_until_stopped): actix would stop at once
-            // on Ctrl-C, cutting answers off after their commit.
-            .disable_signals()
-            .shutdown_timeout(config.shutdown_timeout.as_secs());
-        if let Some(workers) = config.workers {
-            server = server.workers(workers);
-        }
-        let server = server
-            .listen("hookledger", listener, factory)
-            .map_err(bind_error)?
-            .run();
+        let relays = spawn_relays(&config, &store, relay_metrics);
+        let server = server::http_server(listener, &config, context.clone(), lifetime)
+            .map_err(bind_error)?;
         Ok(Self {
             port,
             server,
             store,
             background,
             relays,
-            context: summary_context,
+            context,
         })
     }
 
@@ -260,6 +190,31 @@ impl Application {
     }
 }
 
+/// Connects to the database, migrates it, and moves each source's rows
+/// into its configured scope; says what stays under a destination no
+/// longer configured.
+async fn open_store(config: &Config, now: DateTime<Utc>) -> Result<Store, StartupError> {
+    let store = connect_store(config).await?;
+    store.migrate().await?;
+    place_in_scopes(&store, &config.sources, now).await?;
+    crate::outbox::warn_of_unconfigured(&store).await;
+    Ok(store)
+}
+
+/// The destinations' relays (none with `serve --no-relay`: this process
+/// then only tells the other instances of its commits). At shutdown they
+/// stop after the requests in flight: their sends get a short grace of
+/// their own, then hand their leases back.
+fn spawn_relays(config: &Config, store: &Store, metrics: OutboxInstruments) -> Relays {
+    let grace = config.shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE);
+    let destinations = if config.run_relays {
+        &config.destinations[..]
+    } else {
+        &[]
+    };
+    Relays::spawn(store, destinations, grace, metrics)
+}
+
 /// At exit, how long the pool may take to close its connections.
 const POOL_CLOSE_GRACE: Duration = Duration::from_secs(2);
 
@@ -268,7 +223,7 @@ const POOL_CLOSE_GRACE: Duration = Duration::from_secs(2);
 async fn place_in_scopes(
     store: &Store,
     sources: &[crate::source::Source],
-    now: chrono::DateTime<chrono::Utc>,
+    now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let pairs: Vec<(&str, &str)> = sources
         .iter()

@@ -3,6 +3,7 @@
 
 mod answers;
 mod app_config;
+mod architecture;
 #[macro_use]
 mod backend;
 mod browser;

@@ -63,7 +63,10 @@ pub fn load(
 }
 
 /// Parses and validates a config text (no demo source), leaving the
-/// destinations' own keys to be read at start-up.
+/// destinations' own keys to be read at start-up (`Application::build`
+/// refuses a destination its kind refuses; the admin token this generated
+/// if none was configured stays in `data_dir`). The commands read them
+/// here, with [`load`].
 pub fn from_toml(text: &str, env: Env<'_>) -> Result<Config, ConfigError> {
     from_toml_reading(text, env, &kinds_at_start_up)
 }

@@ -210,3 +210,25 @@ fn named_admin_tokens_are_checked() {
         );
     }
 }
+
+/// A square source signs its notification URL, so config refuses one
+/// without it, naming the key after the source (the kind's own check is
+/// in `providers/square/tests.rs`).
+#[test]
+fn a_square_source_needs_its_notification_url() {
+    let config = |extra: &str| {
+        crate::config::from_toml(
+            &format!(
+                "[admin]\ntoken = \"admin-token-0123456789\"\n[[sources]]\nname = \"sq\"\n\
+                 kind = \"square\"\nsecrets = [\"sig-key\"]\n{extra}"
+            ),
+            &|_| None,
+        )
+    };
+    let refused = config("").unwrap_err().to_string();
+    assert!(
+        refused.starts_with("config error: sources[sq].notification_url: kind square signs"),
+        "{refused}"
+    );
+    assert!(config("notification_url = \"https://hooks.example.com/sq\"").is_ok());
+}

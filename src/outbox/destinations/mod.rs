@@ -44,11 +44,25 @@ pub fn check(destination: &Destination, env: Env<'_>, key: &str) -> Result<(), C
 }
 
 /// Every configured destination read again, as at load, with the
-/// process's environment: what start-up refuses before anything runs.
+/// process's environment: what start-up refuses before anything runs,
+/// every problem at once.
 pub fn check_all(destinations: &[Destination]) -> Result<(), ConfigError> {
-    destinations
+    let mut problems = destinations
         .iter()
-        .try_for_each(|d| read(d, &process_env, &key_of(d)).map(drop))
+        .filter_map(|d| read(d, &process_env, &key_of(d)).err())
+        .flat_map(|error| {
+            error
+                .all()
+                .map(|p| ConfigError::new(&p.key, &p.message))
+                .collect::<Vec<_>>()
+        });
+    match problems.next() {
+        None => Ok(()),
+        Some(mut first) => {
+            first.others = problems.collect();
+            Err(first)
+        }
+    }
 }
 
 /// A destination's kind, reading its own keys.
@@ -95,7 +109,8 @@ pub fn describe(destination: &Destination, env: Env<'_>) -> Result<String, Confi
 }
 
 /// The sender for a configured destination, its keys read with the
-/// process's environment. Start-up refuses a destination they fail for
+/// process's environment (an `env:` secret is read when the relay starts,
+/// as every command read it at load). Start-up refuses a destination they fail for
 /// ([`check_all`]); one that reaches a relay anyway (a config built
 /// without the check and not started) fails every attempt, saying why.
 pub fn sender(destination: &Destination) -> Box<dyn Deliver> {

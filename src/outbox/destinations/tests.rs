@@ -161,3 +161,21 @@ fn every_kind_refuses_a_key_it_does_not_know() {
         );
     }
 }
+
+/// A config read without the kinds (`from_toml`) meets them at start-up:
+/// every destination its kind refuses is named at once, as at load.
+#[test]
+fn start_up_names_every_destination_its_kind_refuses() {
+    let text = "[admin]\ntoken = \"0123456789abcdef0123\"\n\
+        [[destinations]]\nname = \"a\"\nkind = \"http\"\nurl = \"https://x.test/\"\n\
+        [[destinations]]\nname = \"b\"\nkind = \"kafka\"\n\
+        [[destinations]]\nname = \"c\"\nkind = \"nats\"\nurl = \"nats://h:4222\"\n";
+    let config = crate::config::from_toml(text, &env).unwrap();
+    let error = check_all(&config.destinations).unwrap_err();
+    let keys: Vec<&str> = error.all().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["destinations[a].secret", "destinations[b].kind"]);
+    assert_eq!(
+        error.to_string(),
+        parse(&text[text.find("[[destinations]]").unwrap()..]).unwrap_err()
+    );
+}

@@ -123,6 +123,28 @@ pub async fn reset(
     request: &ResetRequest<'_>,
 ) -> Result<ResetOutcome, OperatorError> {
     check_mode(request.configured)?;
+    let (guard, held, audit_id) = lower(store, request).await?;
+    let (applied, still_held) = apply_held(store, request, held, audit_id).await?;
+    let guard_after = store
+        .guard(request.source, request.account_id)
+        .await?
+        .unwrap_or(request.to);
+    Ok(ResetOutcome {
+        guard_before: guard,
+        guard: guard_after,
+        applied,
+        still_held,
+        audit_id,
+    })
+}
+
+/// Lowers the guard as confirmed, in one transaction with the audit row
+/// naming the held events above it: the guard before, those events and
+/// the audit row's id.
+async fn lower(
+    store: &Store,
+    request: &ResetRequest<'_>,
+) -> Result<(i64, Vec<String>, i64), OperatorError> {
     let (source, account_id, to) = (request.source, request.account_id, request.to);
     if to < SEQUENCE_FLOOR {
         return Err(OperatorError::GuardReset(format!(
@@ -176,14 +198,24 @@ pub async fn reset(
     tx.insert_guard_reset(source, account_id, (guard, to), audit_id, request.now)
         .await?;
     tx.commit().await?;
+    Ok((guard, held, audit_id))
+}
 
+/// Applies the held events the reset named, each as its own operator
+/// action: those applied, and those still held with why.
+async fn apply_held(
+    store: &Store,
+    request: &ResetRequest<'_>,
+    held: Vec<String>,
+    audit_id: i64,
+) -> Result<(Vec<String>, Vec<HeldReason>), OperatorError> {
     let note = format!("applied by guard reset #{audit_id}: {}", request.note);
     let mut applied = Vec::new();
     let mut still_held = Vec::new();
     for event_id in held {
         let apply = Request {
             action: Action::Apply,
-            source,
+            source: request.source,
             configured: request.configured,
             event_id: &event_id,
             actor: request.actor,
@@ -204,12 +236,5 @@ pub async fn reset(
             Err(other) => return Err(other),
         }
     }
-    let guard_after = store.guard(source, account_id).await?.unwrap_or(to);
-    Ok(ResetOutcome {
-        guard_before: guard,
-        guard: guard_after,
-        applied,
-        still_held,
-        audit_id,
-    })
+    Ok((applied, still_held))
 }

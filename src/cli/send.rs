@@ -7,8 +7,9 @@ use clap::Args;
 use std::path::Path;
 
 use crate::config::random_bytes;
-use crate::providers::{KindSettings, Sample, Unsigned, known_kinds, provider_for};
+use crate::providers::{KindSettings, Provider, Sample, Unsigned, known_kinds, provider_for};
 use crate::secret::{KeyBytes, Secret};
+use crate::source::Source;
 
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
@@ -139,28 +140,7 @@ struct Target {
 
 fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
     let source = match &args.source {
-        Some(name) => {
-            let config = crate::config::load(
-                config,
-                &crate::config::process_env,
-                &crate::outbox::destinations::check,
-            )
-            .map_err(|e| e.to_string())?;
-            let position = config.sources.iter().position(|s| s.name.as_str() == name);
-            let Some(position) = position else {
-                let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
-                return Err(format!(
-                    "no source {name:?} in the config (configured: {})",
-                    names.join(", ")
-                ));
-            };
-            let listen = config.listen.replace("0.0.0.0:", "127.0.0.1:");
-            let url = format!("http://{listen}/webhooks/{name}");
-            Some((
-                config.sources.into_iter().nth(position).expect("found"),
-                url,
-            ))
-        }
+        Some(name) => Some(configured_source(name, config)?),
         None => None,
     };
     let kind = match (&args.kind, &source) {
@@ -183,36 +163,7 @@ fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
              not through a TLS proxy"
         ));
     }
-    let secret = match (&args.secret, &args.secret_file) {
-        (Some(secret), _) => Some(Secret::new(secret.clone())),
-        (None, Some(path)) => Some(Secret::new(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read --secret-file {}: {e}", path.display()))?
-                .trim()
-                .to_owned(),
-        )),
-        (None, None) => None,
-    };
-    let key = match (secret, &source) {
-        (Some(secret), _) => provider
-            .keys_from_secret(&secret)
-            .map_err(|e| format!("--secret {e}"))?
-            .into_iter()
-            .next()
-            .ok_or("--secret gives no key")?,
-        (None, Some((source, _))) if !source.provider.verifies_with_certificates() => source
-            .keys
-            .first()
-            .cloned()
-            .ok_or("the source has no key")?,
-        (None, Some(_)) => {
-            return Err(
-                "this source verifies with a certificate: sign with --secret-file <private key PEM>"
-                    .to_owned(),
-            );
-        }
-        (None, None) => return Err("--secret, --secret-file or --source is required".to_owned()),
-    };
+    let key = signing_key(args, provider, source.as_ref().map(|(source, _)| source))?;
     let settings = match &source {
         Some((source, _)) => source.settings.clone(),
         None => KindSettings::default(),
@@ -231,6 +182,69 @@ fn target(args: &SendArgs, config: Option<&Path>) -> Result<Target, String> {
         kind,
         key,
         settings,
+    })
+}
+
+/// The configured source named `name`, and the URL it is served at.
+fn configured_source(name: &str, config: Option<&Path>) -> Result<(Source, String), String> {
+    let config = crate::config::load(
+        config,
+        &crate::config::process_env,
+        &crate::outbox::destinations::check,
+    )
+    .map_err(|e| e.to_string())?;
+    let position = config.sources.iter().position(|s| s.name.as_str() == name);
+    let Some(position) = position else {
+        let names: Vec<&str> = config.sources.iter().map(|s| s.name.as_str()).collect();
+        return Err(format!(
+            "no source {name:?} in the config (configured: {})",
+            names.join(", ")
+        ));
+    };
+    let listen = config.listen.replace("0.0.0.0:", "127.0.0.1:");
+    let url = format!("http://{listen}/webhooks/{name}");
+    Ok((
+        config.sources.into_iter().nth(position).expect("found"),
+        url,
+    ))
+}
+
+/// The key to sign with: `--secret` or `--secret-file`'s, else the
+/// source's first (a source verifying with certificates has none to lend).
+fn signing_key(
+    args: &SendArgs,
+    provider: &dyn Provider,
+    source: Option<&Source>,
+) -> Result<KeyBytes, String> {
+    let secret = match (&args.secret, &args.secret_file) {
+        (Some(secret), _) => Some(Secret::new(secret.clone())),
+        (None, Some(path)) => Some(Secret::new(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --secret-file {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        )),
+        (None, None) => None,
+    };
+    Ok(match (secret, source) {
+        (Some(secret), _) => provider
+            .keys_from_secret(&secret)
+            .map_err(|e| format!("--secret {e}"))?
+            .into_iter()
+            .next()
+            .ok_or("--secret gives no key")?,
+        (None, Some(source)) if !source.provider.verifies_with_certificates() => source
+            .keys
+            .first()
+            .cloned()
+            .ok_or("the source has no key")?,
+        (None, Some(_)) => {
+            return Err(
+                "this source verifies with a certificate: sign with --secret-file <private key PEM>"
+                    .to_owned(),
+            );
+        }
+        (None, None) => return Err("--secret, --secret-file or --source is required".to_owned()),
     })
 }
 

@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::config::{AdminToken, Config};
-use crate::drain::DrainSignal;
 use crate::failures::VerificationFailures;
-use crate::ingest::Ingestor;
-use crate::invariants::InvariantWatch;
+use crate::ingest::{DrainSignal, Ingestor};
+use crate::ledger_check::InvariantWatch;
 use crate::net::{SignInThrottle, TrustedProxies};
 use crate::receive::Pipeline;
 use crate::secret::Secret;
@@ -55,10 +54,13 @@ pub struct Context {
 
 impl Context {
     /// What every request handler shares, from the config's sources, tokens
-    /// and limits (taken out of `config`); `metrics` counts for this process.
+    /// and limits (taken out of `config`); `ingestor` stores deliveries in
+    /// `store` (its tasks started by the caller, as every task is);
+    /// `metrics` counts for this process.
     pub fn new(
         config: &mut Config,
         store: &Store,
+        ingestor: Ingestor,
         clock: Arc<dyn Clock>,
         metrics: Metrics,
     ) -> Context {
@@ -68,7 +70,7 @@ impl Context {
             read_only: false,
         };
         Context {
-            ingestor: crate::ingest::Ingestor::new(store),
+            ingestor,
             store: store.clone(),
             sources: std::mem::take(&mut config.sources)
                 .into_iter()

@@ -5,9 +5,8 @@
 
 use crate::clock::Clock;
 use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
-use crate::drain::DrainSignal;
 use crate::failures::{Failure, VerificationFailures};
-use crate::ingest::{Ingestor, Outcome, RawDelivery};
+use crate::ingest::{DrainSignal, Ingestor, Outcome, RawDelivery};
 use crate::providers::{
     Delivery, HeaderSource, MapError, RecordingHeaders, Verified, VerifyError, VerifyPolicy,
     parse_json,

@@ -14,6 +14,7 @@ use crate::background::Background;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::context::Context;
+use crate::ingest::Ingestor;
 use crate::outbox::Relays;
 use crate::server;
 use crate::store::{Store, StoreError};
@@ -98,7 +99,8 @@ impl Application {
         let lifetime = connection_lifetime(&config);
         let metrics = Metrics::default();
         let relay_metrics = metrics.outbox();
-        let context = Data::new(Context::new(&mut config, &store, clock, metrics));
+        let ingestor = Ingestor::new(&store);
+        let context = Data::new(Context::new(&mut config, &store, ingestor, clock, metrics));
         let background = Background::spawn(
             context.clone().into_inner(),
             config.limits.log_summary,

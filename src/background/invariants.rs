@@ -1,6 +1,6 @@
 //! The ledger invariant check, run every [`INTERVAL`] (and at start-up); its
 //! latest result is kept in the app state's
-//! [`InvariantWatch`](crate::invariants::InvariantWatch).
+//! [`InvariantWatch`](crate::ledger_check::InvariantWatch).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::context::Context;
-use crate::invariants::LastCheck;
+use crate::ledger_check::LastCheck;
 
 /// The check reads the whole ledger (linear in its size): often enough to
 /// notice a fault within minutes, rarely enough to cost nothing.

@@ -172,6 +172,7 @@ fn metrics_listener(
     let context = Data::new(crate::context::Context::new(
         config,
         store,
+        crate::ingest::Ingestor::new(store),
         Arc::new(SystemClock),
         metrics,
     ));

@@ -27,6 +27,7 @@
 //! transaction when the decision is another, which saves the common path a
 //! statement; no other transaction can see the interim value.
 
+mod backlog;
 mod contiguous;
 mod group_commit;
 mod high_water;
@@ -52,6 +53,7 @@ use intent::{event_payload, new_intent};
 use outcome::Decided;
 use posted::Posted;
 
+pub use backlog::DrainSignal;
 pub use group_commit::GROUP_MAX;
 pub use ingestor::Ingestor;
 pub use intent::{RawDelivery, sha256_hex};

@@ -129,7 +129,7 @@ pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Value> {
 /// The ledger invariant check: `{"ok": bool, "violations": [...]}`.
 pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
     let violations = context.store.check_invariants().await?;
-    context.invariants.record(crate::invariants::LastCheck {
+    context.invariants.record(crate::ledger_check::LastCheck {
         at: context.clock.now(),
         outcome: Ok(violations.clone()),
     });

@@ -23,14 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("operator", &["operator", "replay"]),
     (
         "use case",
-        &[
-            "receive",
-            "ingest",
-            "drain",
-            "invariants",
-            "failures",
-            "session",
-        ],
+        &["receive", "ingest", "ledger_check", "failures", "session"],
     ),
     ("outbox", &["outbox"]),
     ("config", &["config"]),

@@ -1,6 +1,7 @@
-//! The signal that wakes the drain task (`background/drain.rs`) when a
-//! delivery's release stopped at its per-transaction bound, and the count
-//! of the task's sweeps.
+//! A release's backlog: the signal that wakes the drain task
+//! (`background/drain.rs`) when a delivery's release stopped at its
+//! per-transaction bound with more parked events ready, and the count of
+//! the task's sweeps.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

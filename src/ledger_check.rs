@@ -1,4 +1,4 @@
-//! The latest result of the ledger invariant check, which the check task
+//! The ledger check's latest result: the invariant check, which the task
 //! (`background/invariants.rs`) runs every few minutes and at start-up, so
 //! the dashboard and the metrics can say whether the ledger holds and when
 //! that was last seen. `/admin/api/check` runs it on demand and records its

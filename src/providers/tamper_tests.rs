@@ -8,7 +8,7 @@
 //! named fields inside the body, in the body: a change in any of those is
 //! refused, which `adyen/tests.rs` covers; here only its round trip is.
 
-use super::provider::{KindSettings, Sample, Unsigned};
+use super::provider::{KindSettings, Provider, Sample, Unsigned};
 use super::registry::{REGISTRY, provider_for};
 use super::testing::{key, verify_with};
 use crate::rng::SplitMix64 as Rng;
@@ -51,6 +51,56 @@ fn secret_for(kind: &str, n: u8) -> Option<KeyBytes> {
 
 type Signed = (Vec<(&'static str, String)>, Vec<u8>);
 
+/// The delivery every kind signs here.
+fn sample() -> Sample {
+    Sample {
+        event_id: "evt_tamper_1".into(),
+        event_type: None,
+        account_id: "acct_1".into(),
+        amount_minor: 1234,
+        currency: "USD".into(),
+        sequence: Some(7),
+        timestamp: NOW,
+        payment: None,
+    }
+}
+
+/// Only a kind that signs its timestamp has one to protect (Shopify's
+/// X-Shopify-Triggered-At is information, not signed).
+fn signs_its_time(
+    provider: &dyn Provider,
+    (headers, body): &Signed,
+    key: &KeyBytes,
+    settings: &KindSettings,
+) -> bool {
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    verify_with(
+        provider,
+        &pairs,
+        body,
+        std::slice::from_ref(key),
+        NOW,
+        settings,
+    )
+    .is_ok_and(|v| v.timestamp.is_some())
+}
+
+/// `signed` with one byte changed, of the body or of a `sensitive` header
+/// (picked by `rng`); `None` when the changed header is no longer text.
+fn tampered(signed: &Signed, sensitive: &[usize], rng: &mut Rng) -> Option<Signed> {
+    let mut tampered = signed.clone();
+    if rng.below(2) == 0 {
+        let at = rng.index(tampered.1.len());
+        tampered.1 = changed(&tampered.1, at, rng);
+    } else {
+        let header = sensitive[rng.index(sensitive.len())];
+        let value = tampered.0[header].1.as_bytes().to_vec();
+        let at = rng.index(value.len());
+        tampered.0[header].1 = String::from_utf8(changed(&value, at, rng)).ok()?;
+    }
+    Some(tampered)
+}
+
 #[test]
 fn what_a_kind_signs_it_verifies_and_any_byte_change_is_refused() {
     let seed: u64 = std::env::var("HOOKLEDGER_PROPERTY_SEED")
@@ -70,16 +120,7 @@ fn what_a_kind_signs_it_verifies_and_any_byte_change_is_refused() {
         let (Some(key_a), Some(key_b)) = (secret_for(kind, 1), secret_for(kind, 2)) else {
             panic!("{kind}: no secret form fits");
         };
-        let sample = Sample {
-            event_id: "evt_tamper_1".into(),
-            event_type: None,
-            account_id: "acct_1".into(),
-            amount_minor: 1234,
-            currency: "USD".into(),
-            sequence: Some(7),
-            timestamp: NOW,
-            payment: None,
-        };
+        let sample = sample();
         let sign = |key: &KeyBytes, timestamp: i64| -> Signed {
             let parts = provider.sign(
                 key,
@@ -117,18 +158,7 @@ fn what_a_kind_signs_it_verifies_and_any_byte_change_is_refused() {
         // that carry a signed timestamp differ at another time.
         let other_key = sign(&key_b, NOW);
         let other_time = sign(&key_a, NOW - 7);
-        // Only a kind that signs its timestamp has one to protect (Shopify's
-        // X-Shopify-Triggered-At is information, not signed).
-        let pairs: Vec<(&str, &str)> = signed.0.iter().map(|(n, v)| (*n, v.as_str())).collect();
-        let signs_time = verify_with(
-            provider,
-            &pairs,
-            &signed.1,
-            std::slice::from_ref(&key_a),
-            NOW,
-            &settings,
-        )
-        .is_ok_and(|v| v.timestamp.is_some());
+        let signs_time = signs_its_time(provider, &signed, &key_a, &settings);
         let sensitive: Vec<usize> = (0..signed.0.len())
             .filter(|&i| {
                 signed.0[i] != other_key.0[i] || (signs_time && signed.0[i] != other_time.0[i])
@@ -139,20 +169,9 @@ fn what_a_kind_signs_it_verifies_and_any_byte_change_is_refused() {
             "{kind}: no header carries a signature"
         );
         for _ in 0..1000 {
-            let mut tampered = signed.clone();
-            if rng.below(2) == 0 {
-                let at = rng.index(tampered.1.len());
-                tampered.1 = changed(&tampered.1, at, &mut rng);
-            } else {
-                let header = sensitive[rng.index(sensitive.len())];
-                let value = tampered.0[header].1.as_bytes().to_vec();
-                let at = rng.index(value.len());
-                let new = changed(&value, at, &mut rng);
-                match String::from_utf8(new) {
-                    Ok(text) => tampered.0[header].1 = text,
-                    Err(_) => continue,
-                }
-            }
+            let Some(tampered) = tampered(&signed, &sensitive, &mut rng) else {
+                continue;
+            };
             assert!(
                 !verifies(&tampered),
                 "seed {seed}: {kind} accepts a changed delivery: {:?}",

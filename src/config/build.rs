@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::admins::{AdminToken, build_admin_tokens};
 use super::destinations::{CheckKind, build_destinations};
 use super::env::{self, Env};
-use super::error::{ConfigError, Problems, in_range};
+use super::error::{ConfigError, Problems};
 use super::generated::Flavor;
 use super::limits;
 use super::raw::{RawConfig, RawSource};
@@ -157,25 +157,25 @@ struct Server {
 
 fn server(raw: &mut RawConfig, problems: &mut Problems) -> Server {
     let max_body_bytes = problems
-        .take(in_range(
+        .within(
             "max_body_bytes",
             raw.max_body_bytes.unwrap_or(256 * 1024),
             1..=64 * 1024 * 1024,
-        ))
+        )
         .unwrap_or(1);
     let release_sweep_secs = problems
-        .take(in_range(
+        .within(
             "release_sweep_secs",
             raw.release_sweep_secs.unwrap_or(10),
             1..=86_400,
-        ))
+        )
         .unwrap_or(1);
     let shutdown_timeout_secs = problems
-        .take(in_range(
+        .within(
             "shutdown_timeout_secs",
             raw.shutdown_timeout_secs.unwrap_or(25),
             1..=3600,
-        ))
+        )
         .unwrap_or(1);
     Server {
         listen: raw.listen.take().unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -188,25 +188,25 @@ fn server(raw: &mut RawConfig, problems: &mut Problems) -> Server {
 
 fn retention(raw: &RawConfig, problems: &mut Problems) -> Retention {
     let payload_days = problems
-        .take(in_range(
+        .within(
             "retention.payload_days",
             raw.retention.payload_days.unwrap_or(90),
             0..=36_500,
-        ))
+        )
         .unwrap_or(0);
     let outbox_days = problems
-        .take(in_range(
+        .within(
             "retention.outbox_days",
             raw.retention.outbox_days.unwrap_or(7),
             0..=36_500,
-        ))
+        )
         .unwrap_or(0);
     let purge_interval_secs = problems
-        .take(in_range(
+        .within(
             "retention.purge_interval_secs",
             raw.retention.purge_interval_secs.unwrap_or(3600),
             1..=86_400,
-        ))
+        )
         .unwrap_or(1);
     Retention {
         payload_days: payload_days as u32,
@@ -222,11 +222,11 @@ fn database(
     problems: &mut Problems,
 ) -> (String, PoolSettings) {
     let max_connections = problems
-        .take(in_range(
+        .within(
             "database.max_connections",
             raw.database.max_connections.unwrap_or(10),
             1..=1000,
-        ))
+        )
         .unwrap_or(1);
     let database_url = raw
         .database_url

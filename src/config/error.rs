@@ -102,6 +102,17 @@ impl Problems {
         result.map_err(|e| self.0.push(e)).ok()
     }
 
+    /// `value` of `key` if it is within `range`; else the problem is
+    /// recorded.
+    pub(super) fn within(
+        &mut self,
+        key: &str,
+        value: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Option<u64> {
+        self.take(in_range(key, value, range))
+    }
+
     pub(super) fn push(&mut self, error: ConfigError) {
         self.0.push(error);
     }

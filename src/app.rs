@@ -10,7 +10,6 @@ use std::time::Duration;
 use actix_service::{Service, ServiceFactory};
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::error::UrlencodedError;
 use actix_web::web::{self, Data};
 use actix_web::{App, HttpResponse};
 
@@ -39,7 +38,7 @@ pub fn app(
         .app_data(context)
         .app_data(web::PathConfig::default().error_handler(|e, _| bad_request(e)))
         .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request(e)))
-        .app_data(web::FormConfig::default().error_handler(|e, _| form_error(e)))
+        .app_data(http::form::config(http::form::DEFAULT_LIMIT))
         .configure(http::configure)
         .configure(admin::configure)
         .default_service(web::to(not_found))
@@ -60,15 +59,6 @@ pub fn app(
                 Ok(response)
             }
         })
-}
-
-fn form_error(error: UrlencodedError) -> actix_web::Error {
-    match &error {
-        UrlencodedError::Payload(e) if deadline::timed_out(e) => {
-            ApiError::RequestTimeout(e.to_string()).into()
-        }
-        _ => bad_request(error),
-    }
 }
 
 fn bad_request(error: impl std::fmt::Display) -> actix_web::Error {

@@ -11,7 +11,7 @@ use crate::domain::Status;
 use crate::http::{ApiError, read_limited};
 
 const MAX_PAGE: i64 = 500;
-const MAX_NOTE_CHARS: usize = 2000;
+pub(super) const MAX_NOTE_CHARS: usize = 2000;
 
 pub(super) fn page_size(limit: Option<i64>, default: i64) -> Result<i64, ApiError> {
     match limit.unwrap_or(default) {

@@ -75,8 +75,18 @@ fn pages(cfg: &mut web::ServiceConfig) {
         .service(at("/events").get(events::events_page).finish())
         .service(at("/failures").get(failures::page).finish())
         .service(at("/held").get(held::held_page).finish())
-        .service(at("/held/preview").post(held::preview).finish())
-        .service(at("/held/act").post(held::act).finish())
+        .service(
+            at("/held/preview")
+                .post(held::preview)
+                .finish()
+                .app_data(held::form_config()),
+        )
+        .service(
+            at("/held/act")
+                .post(held::act)
+                .finish()
+                .app_data(held::form_config()),
+        )
         .service(at("/audit").get(audit::page).finish())
         .service(at("/account").get(accounts::account_page).finish())
         .service(at("/event/{action}").post(events::event_action).finish())

@@ -5,6 +5,7 @@ mod body;
 pub mod connection;
 pub mod deadline;
 pub mod error;
+pub mod form;
 pub mod gate;
 pub mod head_deadline;
 mod health;

@@ -154,6 +154,21 @@ async fn a_read_only_session_sees_no_forms_and_cannot_post(backend: Backend) {
     }
     let held = page(&app, "/admin/held", &cookie).await;
     assert!(held.contains("Your admin token is read-only"), "{held}");
+    assert!(!held.contains(r#"name="pick""#), "{held}");
+    // Every page a read-only holder reads posts nowhere but sign-out.
+    for path in [
+        "/admin",
+        "/admin/held",
+        "/admin/events",
+        "/admin/event?source=demo&id=msg_2",
+        "/admin/account?id=acct_1",
+        "/admin/guard?source=demo&account=acct_1",
+        "/admin/audit",
+        "/admin/failures",
+    ] {
+        let html = page(&app, path, &cookie).await;
+        assert_eq!(posting_forms(&html), ["/admin/logout"], "{path}: {html}");
+    }
     // The cookie's holder cannot be changed: its tag binds the name.
     let promoted = cookie.replacen(".support.", ".admin.", 1);
     let as_admin = post_form(&app, apply, &promoted, Some(&app.address), &fields).await;
@@ -196,3 +211,18 @@ both_backends!(
     every_admin_route_asks_and_read_only_changes_nothing,
     a_read_only_session_sees_no_forms_and_cannot_post,
 );
+
+/// Where each of a page's POST forms posts.
+fn posting_forms(html: &str) -> Vec<String> {
+    html.split("<form")
+        .skip(1)
+        .filter_map(|form| {
+            let tag = &form[..form.find('>')?];
+            if !tag.contains(r#"method="post""#) {
+                return None;
+            }
+            let action = tag.split(r#"action=""#).nth(1)?;
+            Some(action[..action.find('"')?].to_owned())
+        })
+        .collect()
+}

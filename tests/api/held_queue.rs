@@ -2,6 +2,7 @@
 //! per account and currency, confirm with a note; each event is applied or
 //! dismissed once, audited, and a resent form moves nothing twice.
 
+use futures::StreamExt;
 use reqwest::StatusCode;
 
 use crate::browser::{csrf_in, login, page, post_form};
@@ -178,4 +179,81 @@ async fn a_selection_is_previewed_then_applied_once(backend: Backend) {
     app.assert_invariants().await;
 }
 
-both_backends!(a_selection_is_previewed_then_applied_once);
+/// 500 picks (the documented most) of 255-byte ids whose every byte a
+/// browser percent-encodes: previewed and dismissed in one go, each once.
+async fn the_largest_bulk_form_goes_through(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let ids: Vec<String> = (0..500)
+        .map(|n| {
+            format!("evt/{n:03}/")
+                .chars()
+                .chain(std::iter::repeat('/'))
+                .take(255)
+                .collect()
+        })
+        .collect();
+    // Rejected on arrival: a negative amount.
+    let rejected = serde_json::json!({
+        "type": "balance.credit",
+        "data": {"account_id": "cus_bulk", "amount_minor": -5, "currency": "USD"},
+    })
+    .to_string();
+    futures::stream::iter(&ids)
+        .for_each_concurrent(8, |id| {
+            let (app, body) = (&app, rejected.as_bytes());
+            async move {
+                let answer = app.deliver_body("demo", id, body).await;
+                let answer = json_with_status(answer, StatusCode::OK).await;
+                assert_eq!(answer["status"], "rejected", "{id}");
+            }
+        })
+        .await;
+    let cookie = login(&app).await;
+    let csrf = csrf_in(&page(&app, "/admin/held", &cookie).await);
+    let picks: Vec<String> = ids.iter().map(|id| format!("rejected@demo:{id}")).collect();
+    let mut fields = vec![("csrf", csrf.as_str()), ("action", "dismiss")];
+    fields.extend(picks.iter().map(|pick| ("pick", pick.as_str())));
+    let preview = post_form(
+        &app,
+        "/admin/held/preview",
+        &cookie,
+        Some(&app.address),
+        &fields,
+    )
+    .await;
+    assert_eq!(preview.status(), StatusCode::OK);
+    let preview = preview.text().await.unwrap();
+    assert_eq!(preview.matches(r#"name="pick""#).count(), 500);
+    fields.push(("note", "test data from the load run"));
+    let done = post_form(
+        &app,
+        "/admin/held/act",
+        &cookie,
+        Some(&app.address),
+        &fields,
+    )
+    .await;
+    assert_eq!(done.status(), StatusCode::OK);
+    let listed = json_with_status(
+        app.admin_get("/admin/api/events?status=dismissed&limit=500")
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    let mut dismissed: Vec<&str> = listed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["event_id"].as_str().unwrap())
+        .collect();
+    dismissed.sort_unstable();
+    assert_eq!(
+        dismissed,
+        ids.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+}
+
+both_backends!(
+    a_selection_is_previewed_then_applied_once,
+    the_largest_bulk_form_goes_through,
+);

@@ -10,6 +10,11 @@ use crate::operator::Action;
 /// Events listed, and acted on, at once.
 pub(super) const LIMIT: i64 = 500;
 
+/// The bulk form's bound in bytes: [`LIMIT`] picks of the longest status,
+/// source and event id (255 bytes each), every byte percent-encoded, with
+/// the longest note, fits (about 820 KB; the test below builds it).
+pub(super) const FORM_BYTES: usize = 1024 * 1024;
+
 /// A checkbox's value: `status@source:event_id`, the status the page
 /// showed (source names and statuses hold no `@` or `:`).
 pub(super) fn pick(status: &str, source: &str, event_id: &str) -> String {
@@ -78,5 +83,37 @@ impl BulkForm {
             picks,
             note,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte of `text` percent-encoded, as a browser sends a byte
+    /// outside the unreserved set.
+    fn encoded(text: &str) -> String {
+        text.bytes().map(|b| format!("%{b:02X}")).collect()
+    }
+
+    #[test]
+    fn the_largest_bulk_form_fits_its_bound() {
+        let longest_status = Status::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .max_by_key(|s| s.len())
+            .unwrap();
+        let source = "s".repeat(255);
+        let event_id = "/".repeat(255);
+        let mut form = format!("csrf={}&action=dismiss", "c".repeat(128));
+        for _ in 0..LIMIT {
+            let value = pick(longest_status, &source, &event_id);
+            form.push_str(&format!("&pick={}", encoded(&value)));
+        }
+        // The note's bound is in characters: four bytes each at most.
+        let note = "\u{1F4B8}".repeat(crate::admin::input::MAX_NOTE_CHARS);
+        form.push_str(&format!("&note={}", encoded(&note)));
+        assert!(form.len() > 800_000, "{}", form.len());
+        assert!(form.len() <= FORM_BYTES, "{} > {FORM_BYTES}", form.len());
     }
 }

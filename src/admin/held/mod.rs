@@ -15,7 +15,7 @@ use actix_web::web::{Data, Form};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 
-use self::form::{BulkForm, LIMIT, pick};
+use self::form::{BulkForm, FORM_BYTES, LIMIT, pick};
 use super::action::{self, Picked};
 use super::auth::{PageAdmin, check_csrf};
 use super::input::clean_note;
@@ -26,6 +26,11 @@ use crate::context::Context;
 use crate::domain::Status;
 use crate::http::ApiError;
 use crate::operator::Action;
+
+/// The bulk forms' own bound: the documented most picks at their longest.
+pub fn form_config() -> actix_web::web::FormConfig {
+    crate::http::form::config(FORM_BYTES)
+}
 
 #[derive(Template)]
 #[template(path = "held.html")]

@@ -30,6 +30,9 @@ pub enum ApiError {
     BadRequest(String),
     #[error("missing or invalid admin credentials")]
     Unauthorized,
+    /// `GET /metrics` without its own token (`metrics.token`).
+    #[error("missing or invalid metrics token: /metrics takes metrics.token as a bearer token")]
+    UnauthorizedMetrics,
     /// Too many failed sign-ins from this address; retry after the seconds.
     #[error("too many failed sign-ins from this address; retry in {0} s")]
     TooManyAttempts(u64),
@@ -64,7 +67,7 @@ impl ApiError {
             ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::Verification(e) => e.code(),
             ApiError::BadRequest(_) => "bad_request",
-            ApiError::Unauthorized => "unauthorized",
+            ApiError::Unauthorized | ApiError::UnauthorizedMetrics => "unauthorized",
             ApiError::TooManyAttempts(_) => "too_many_attempts",
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
@@ -150,7 +153,9 @@ impl ResponseError for ApiError {
             ApiError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::BodyUnreadable | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Verification(_) | ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Verification(_) | ApiError::Unauthorized | ApiError::UnauthorizedMetrics => {
+                StatusCode::UNAUTHORIZED
+            }
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -170,7 +175,7 @@ impl ResponseError for ApiError {
             ApiError::Unavailable => {
                 response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("5")));
             }
-            ApiError::Unauthorized => {
+            ApiError::Unauthorized | ApiError::UnauthorizedMetrics => {
                 response
                     .insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
             }

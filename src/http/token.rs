@@ -99,7 +99,10 @@ pub fn check_throttled(
             if context.log_budget.admit(log_kind, "") {
                 tracing::warn!(%address, failures, "{what} refused");
             }
-            Err(ApiError::Unauthorized)
+            Err(match kind {
+                TokenKind::Metrics => ApiError::UnauthorizedMetrics,
+                TokenKind::Admin => ApiError::Unauthorized,
+            })
         }
     }
 }

@@ -145,6 +145,12 @@ async fn a_token_closes_the_endpoint(backend: Backend) {
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{presented:?}");
         assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        // It names the token it takes: not the admin's.
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "unauthorized");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("metrics.token"), "{message}");
+        assert!(!message.contains("admin"), "{message}");
     }
     let samples = scrape(&app, Some(TOKEN)).await;
     assert!(samples.contains_key(r#"hookledger_held_events{status="waiting"}"#));

@@ -7,14 +7,15 @@
 //! and these are its stored bytes (a signed time is long outside any
 //! tolerance by now, and the secret may have rotated since). The event is
 //! mapped from those bytes, the headers its scheme read and its signed
-//! time, exactly as the first delivery was, and must come out as the same
-//! event id. Only `rejected` and `ignored` events are replayed: they never
-//! posted. The transaction (see `ingest::rerun`) re-checks the status in
+//! time, exactly as the first delivery was, and comes out as the same
+//! event id, or as one other event that moves money: then it is applied
+//! under that key (`ingest::rekey`), once. Only `rejected` and `ignored`
+//! events are replayed: they never posted. The transaction (see `ingest::rerun`) re-checks the status in
 //! the statement that takes the event, so an applied event stays applied
 //! and a held one is applied at most once.
 
 use crate::domain::{Direction, Movement, NormalisedEvent, Status, money};
-use crate::ingest::{Outcome, RawDelivery, Replay, rerun};
+use crate::ingest::{Outcome, RawDelivery, Replay, rekey, rerun};
 use crate::providers::{Ambiguity, Delivery, HeaderPairs, Verified};
 use crate::source::Source;
 use crate::store::{EventDetailRow, Store, StoreError};
@@ -42,8 +43,14 @@ pub enum ReplayError {
         "the event was stored in scope {stored}, and its source's scope is {now} now: replaying it could apply an event id twice"
     )]
     ScopeChanged { stored: String, now: String },
-    #[error("with the current config its payload maps to {0}, not to this event: not replayed")]
+    #[error(
+        "with the current config its payload maps to {0}, not to this event nor to one other event that moves money: not replayed"
+    )]
     OtherEvent(String),
+    #[error(
+        "it was replayed as {0} already, where its effect lives; with the current config it maps to {1}: not replayed"
+    )]
+    ReplayedAs(String, String),
     #[error("the event changed while this replay ran: it is {0} now; look at it again")]
     Changed(String),
     #[error(transparent)]
@@ -94,6 +101,10 @@ impl Stored {
         self.status
     }
 
+    pub fn event_id(&self) -> &str {
+        &self.row.event.event_id
+    }
+
     fn raw(&self) -> RawDelivery<'_> {
         RawDelivery {
             payload: &self.row.payload,
@@ -142,10 +153,32 @@ pub fn map(source: &Source, stored: &Stored) -> Result<NormalisedEvent, ReplayEr
         .iter()
         .map(|e| e.event_id.as_str().to_owned())
         .collect();
-    events
-        .into_iter()
-        .find(|e| e.event_id.as_str() == event.event_id)
-        .ok_or_else(|| ReplayError::OtherEvent(ids.join(", ")))
+    let mut events = events;
+    if let Some(same) = events
+        .iter()
+        .position(|e| e.event_id.as_str() == event.event_id)
+    {
+        return Ok(events.swap_remove(same));
+    }
+    // One event under another key that moves money: a replay applies it
+    // there (`rekey`). Not one still rejected (an event stored before its
+    // headers were kept reads as `unreadable:` now: re-keying it would
+    // hide it from the held queue), nor one that moves nothing.
+    match (events.pop(), events.is_empty()) {
+        (Some(other), true)
+            if matches!(other.movement, Movement::Post(_) | Movement::Reverse(_)) =>
+        {
+            Ok(other)
+        }
+        _ => Err(ReplayError::OtherEvent(ids.join(", "))),
+    }
+}
+
+/// The key a replay would apply `event` under instead of the stored
+/// event's own, if the current config maps it to another.
+pub fn rekeyed<'a>(stored: &Stored, event: &'a NormalisedEvent) -> Option<&'a str> {
+    let key = event.event_id.as_str();
+    (key != stored.event_id()).then_some(key)
 }
 
 /// What the event does as mapped now, for a person deciding to replay it:
@@ -219,6 +252,15 @@ pub async fn replay(
     if unchanged(stored, &event) {
         return Ok(None);
     }
+    let into = rekeyed(stored, &event);
+    if let Some(before) = &stored.row.replayed_into
+        && into != Some(before.as_str())
+    {
+        return Err(ReplayError::ReplayedAs(
+            before.clone(),
+            event.event_id.as_str().to_owned(),
+        ));
+    }
     let raw = stored.raw();
     let replay = Replay {
         source,
@@ -229,7 +271,11 @@ pub async fn replay(
         note: asked.note,
         now: asked.now,
     };
-    match rerun(store, &replay).await? {
+    let done = match into {
+        Some(_) => rekey(store, &replay, stored.event_id()).await?,
+        None => rerun(store, &replay).await?,
+    };
+    match done {
         Some(outcome) => Ok(Some(outcome)),
         // Another action took it first; say where it is now.
         None => {

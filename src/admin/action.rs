@@ -145,6 +145,9 @@ pub struct Replayed {
     pub previous_status: Status,
     pub status: Status,
     pub changed: bool,
+    /// Where the current config maps the payload to another key: that key,
+    /// its status, and whether it was stored already (nothing changed).
+    pub replayed_as: Option<(String, Status, bool)>,
 }
 
 /// Replays one event with the current config (`crate::replay::replay`,
@@ -183,10 +186,21 @@ pub async fn replay(
         to = outcome.as_ref().map(|o| o.status.as_str()),
         "operator replay"
     );
+    let replayed_as = outcome
+        .as_ref()
+        .filter(|o| o.event_id.as_str() != stored.event_id())
+        .map(|o| (o.event_id.as_str().to_owned(), o.status, o.duplicate));
+    let changed = outcome.as_ref().is_some_and(|o| !o.duplicate);
     Ok(Replayed {
         previous_status: stored.status(),
-        status: outcome.as_ref().map_or(stored.status(), |o| o.status),
-        changed: outcome.is_some(),
+        status: match (&replayed_as, &outcome) {
+            // Re-keyed: the original moves nothing under its own key now.
+            (Some(_), _) if changed => Status::Ignored,
+            (None, Some(outcome)) => outcome.status,
+            _ => stored.status(),
+        },
+        changed,
+        replayed_as,
     })
 }
 

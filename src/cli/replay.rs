@@ -9,7 +9,10 @@ use clap::Args;
 use super::error::CliError;
 use crate::config::Config;
 use crate::domain::Status;
-use crate::replay::{Asked, REPLAYABLE, ReplayError, Stored, describe, map, replay, unchanged};
+use crate::ingest::Outcome;
+use crate::replay::{
+    Asked, REPLAYABLE, ReplayError, Stored, describe, map, rekeyed, replay, unchanged,
+};
 use crate::source::Source;
 use crate::startup::{StartupError, connect_store};
 use crate::store::{EventFilter, Store};
@@ -173,15 +176,35 @@ impl Run<'_> {
         let before = stored.status();
         if self.dry_run {
             let event = map(source, &stored)?;
-            return Ok((describe(&event), !unchanged(&stored, &event)));
+            let said = match rekeyed(&stored, &event) {
+                Some(key) => format!("as {key}: {}", describe(&event)),
+                None => describe(&event),
+            };
+            return Ok((said, !unchanged(&stored, &event)));
         }
         let asked = Asked {
             actor: "cli",
             note: self.note,
             now: Utc::now(),
         };
+        let into = |outcome: &Outcome| {
+            (outcome.event_id.as_str() != event_id).then(|| outcome.event_id.as_str().to_owned())
+        };
         Ok(match replay(self.store, source, &stored, &asked).await? {
-            Some(outcome) => (format!("{before} -> {}", outcome.status), true),
+            Some(outcome) => match (into(&outcome), outcome.duplicate) {
+                (Some(key), true) => (
+                    format!(
+                        "{before}, unchanged: it maps to {key} now, stored already ({}): a duplicate",
+                        outcome.status
+                    ),
+                    false,
+                ),
+                (Some(key), false) => (
+                    format!("{before} -> ignored, replayed as {key}: {}", outcome.status),
+                    true,
+                ),
+                (None, _) => (format!("{before} -> {}", outcome.status), true),
+            },
             None => (
                 format!("{before}, unchanged: the current config maps it the same way"),
                 false,

@@ -60,7 +60,7 @@ pub use intent::{RawDelivery, sha256_hex};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};
 pub use outcome::Outcome;
 pub use release::{Released, drain_account};
-pub use replay::{Replay, rerun};
+pub use replay::{Replay, rekey, rerun};
 pub use reverse::{lock_release_guards, release_stranded, release_unmatched};
 
 /// Stores and decides every event of one delivery in one transaction.

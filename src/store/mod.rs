@@ -40,8 +40,8 @@ pub use rows::{
 };
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
-    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, Rescoped, UnmatchedRow, WriteTx,
-    received_at_text,
+    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped, UnmatchedRow,
+    WriteTx, received_at_text,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

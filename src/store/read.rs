@@ -42,6 +42,7 @@ const EVENT_DETAIL: &str = concat!(
     "select ",
     event_columns!(),
     ", payload, payload_purged_at, signature_headers, signed_at, signed_event_id, conflict_sha256,
+    replayed_into, replayed_from,
     (select c.source from payments p join intents c on c.intent_id = p.credited_by
      where intents.status = 'duplicate_effect' and p.scope = intents.scope
          and p.payment_ref = intents.payment_ref) as credited_by_source,

@@ -83,6 +83,11 @@ pub struct EventDetailRow {
     pub signed_event_id: Option<String>,
     /// The SHA-256 of the latest redelivered body that differed.
     pub conflict_sha256: Option<String>,
+    /// The event id (same scope) a replay applied this event's payload
+    /// under, when the current config maps it to another key.
+    pub replayed_into: Option<String>,
+    /// The event whose replay created this one, for such a re-keyed replay.
+    pub replayed_from: Option<String>,
 }
 
 impl EventDetailRow {

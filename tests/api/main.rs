@@ -20,6 +20,7 @@ mod relay_process;
 mod replay;
 mod replay_cli;
 mod replay_refusals;
+mod replay_rekey;
 mod samples;
 
 mod access;

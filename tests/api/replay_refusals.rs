@@ -1,7 +1,7 @@
-//! What a replay refuses, whatever the config now says: an event whose
-//! stored bytes now read as another event (its redelivery will be stored
-//! under that id, and applied once then), and one rejected because its
-//! signed body could be read more than one way.
+//! A replay of an event whose stored bytes now read as another event is
+//! applied under that event's id, once (`replay_rekey` for the refund
+//! case); and what a replay refuses whatever the config now says: one
+//! rejected because its signed body could be read more than one way.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -58,7 +58,7 @@ fn kind(config: &'static str) -> Kind {
     }
 }
 
-async fn an_unreadable_event_that_now_reads_as_another_is_not_replayed(backend: Backend) {
+async fn an_unreadable_event_that_now_reads_as_another_is_replayed_under_that_id(backend: Backend) {
     let wrong = kind(WRONG).spawn(backend).await;
     let fixed = wrong
         .another_instance_with(&Options {
@@ -73,25 +73,26 @@ async fn an_unreadable_event_that_now_reads_as_another_is_not_replayed(backend: 
     let stored = answer["event_id"].as_str().unwrap().to_owned();
     assert!(stored.starts_with("unreadable:"), "{answer}");
 
-    let response = fixed
-        .admin_post(
-            &format!("/admin/api/event/replay?source=gen&id={stored}"),
-            r#"{"note": "type_path fixed"}"#,
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::CONFLICT);
-    let refused: Value = response.json().await.unwrap();
-    assert!(
-        refused["message"].as_str().unwrap().contains("maps to g_1"),
-        "{refused}"
-    );
-    assert_eq!(fixed.balance("acct_g", "USD").await, 0);
-    // The sender's redelivery is the event, stored and applied once.
-    let again = kind(FIXED).send(&fixed, &body).await;
-    assert_eq!(again["status"], "applied", "{again}");
-    assert_eq!(again["event_id"], "g_1");
+    let path = format!("/admin/api/event/replay?source=gen&id={stored}");
+    let replay = || fixed.admin_post(&path, r#"{"note": "type_path fixed"}"#);
+    // Applied under the id it reads as now, never under the stored key.
+    let response = replay().await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let replayed: Value = response.json().await.unwrap();
+    assert_eq!(replayed["replayed_as"]["event_id"], "g_1", "{replayed}");
+    assert_eq!(replayed["replayed_as"]["status"], "applied", "{replayed}");
     assert_eq!(fixed.balance("acct_g", "USD").await, 1200);
-    assert_eq!(fixed.event("gen", &stored).await["status"], "rejected");
+    let original = fixed.event("gen", &stored).await;
+    assert_eq!(original["status"], "ignored", "{original}");
+    assert_eq!(original["replayed_into"], "g_1");
+    // The sender's redelivery is a duplicate of it, as is a second replay.
+    let again = kind(FIXED).send(&fixed, &body).await;
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(again["event_id"], "g_1");
+    let second: Value = replay().await.json().await.unwrap();
+    assert_eq!(second["replayed_as"]["duplicate"], true, "{second}");
+    assert_eq!(fixed.balance("acct_g", "USD").await, 1200);
+    fixed.assert_invariants().await;
 }
 
 async fn an_ambiguous_body_is_never_replayed(backend: Backend) {
@@ -119,6 +120,6 @@ async fn an_ambiguous_body_is_never_replayed(backend: Backend) {
 }
 
 both_backends!(
-    an_unreadable_event_that_now_reads_as_another_is_not_replayed,
+    an_unreadable_event_that_now_reads_as_another_is_replayed_under_that_id,
     an_ambiguous_body_is_never_replayed,
 );

@@ -281,6 +281,11 @@ pub async fn act_on_event(
                 "previous_status": replayed.previous_status.as_str(),
                 "status": replayed.status.as_str(),
                 "changed": replayed.changed,
+                "replayed_as": replayed.replayed_as.map(|(event_id, status, duplicate)| json!({
+                    "event_id": event_id,
+                    "status": status.as_str(),
+                    "duplicate": duplicate,
+                })),
             })))
         }
         Asked::Act(what) => {

@@ -5,7 +5,7 @@
 
 use crate::context::Context;
 use crate::domain::money;
-use crate::replay::{Stored, describe, map, unchanged};
+use crate::replay::{Stored, describe, map, rekeyed, unchanged};
 use crate::store::{EventDetailRow, LedgerEntryRow};
 
 /// What the event page offers for a stored event: the sentence saying what
@@ -14,17 +14,32 @@ use crate::store::{EventDetailRow, LedgerEntryRow};
 pub fn preview(context: &Context, row: &EventDetailRow) -> Option<Preview> {
     let source = context.source(&row.event.source)?;
     let stored = Stored::new(row.clone()).ok()?;
+    if let Some(into) = &row.replayed_into {
+        return Some(Preview {
+            text: format!("It was replayed as {into}, where its effect lives."),
+            would_change: false,
+        });
+    }
     Some(match map(source, &stored) {
         Ok(event) if unchanged(&stored, &event) => Preview {
             text: format!("{}; a replay would change nothing", describe(&event)),
             would_change: false,
         },
-        Ok(event) => Preview {
-            text: format!(
-                "With the current config this event is {}.",
-                describe(&event)
-            ),
-            would_change: true,
+        Ok(event) => match rekeyed(&stored, &event) {
+            Some(key) => Preview {
+                text: format!(
+                    "With the current config its payload maps to another key, {key}: {}. A replay applies it there, once (if {key} is stored already, it changes nothing), and leaves this event ignored, linked to it.",
+                    describe(&event)
+                ),
+                would_change: true,
+            },
+            None => Preview {
+                text: format!(
+                    "With the current config this event is {}.",
+                    describe(&event)
+                ),
+                would_change: true,
+            },
         },
         Err(refused) => Preview {
             text: format!("It cannot be replayed: {refused}."),

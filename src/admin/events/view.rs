@@ -19,6 +19,11 @@ pub struct EventDetailView {
     pub payload_pretty: Option<String>,
     /// A `duplicate_effect`'s crediting event: (event id, page).
     pub credited_by: Option<(String, String)>,
+    /// A re-keyed replay's two rows: the key this event's payload was
+    /// applied under, and the event this one was replayed from, each
+    /// (event id, page).
+    pub replayed_into: Option<(String, String)>,
+    pub replayed_from: Option<(String, String)>,
     pub held: bool,
     pub can_apply: bool,
     /// For a waiting event: its account's gap page.
@@ -111,6 +116,13 @@ impl EventDetailView {
             .as_deref()
             .zip(row.credited_by_event.as_deref())
             .map(|(source, event_id)| (event_id.to_owned(), event_href(source, event_id)));
+        let linked = |event_id: &Option<String>| {
+            event_id
+                .as_deref()
+                .map(|id| (id.to_owned(), event_href(&event.source, id)))
+        };
+        let (replayed_into, replayed_from) =
+            (linked(&row.replayed_into), linked(&row.replayed_from));
         let gap_href = (event.status == "waiting").then(|| {
             gap_href(
                 &event.source,
@@ -157,6 +169,8 @@ impl EventDetailView {
             held,
             can_apply,
             credited_by,
+            replayed_into,
+            replayed_from,
             gap_href,
             apply_href,
             dismiss_href,

@@ -82,6 +82,7 @@ pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub(in crate::store) use posting::POST_PG;
 pub use posting::{NewLedgerEntry, NewPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
+pub use rewrite::ReplayedInto;
 pub use scope::Rescoped;
 
 impl Store {

@@ -17,7 +17,7 @@ use actix_service::Service;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use tokio::net::TcpStream;
 
-use super::gate::ConnectionGate;
+use super::gate::{CLOSED_IDLE_FOR_ROOM, ConnectionGate};
 use super::head_deadline::ConnectionPhase;
 use crate::context::Context;
 
@@ -36,9 +36,12 @@ where
 {
     // Admitted or closed before a byte is read: a flood from one address
     // costs an accept and a close, nothing more.
-    let phase = ConnectionPhase::new(read_timeout);
     let call = match gate.admit(io.peer_addr().ok().map(|a| a.ip())) {
-        Ok(ticket) => Some((ticket, service.call((io, phase.clone())))),
+        Ok(ticket) => {
+            let phase = ConnectionPhase::admitted(read_timeout, Some(ticket.slot()));
+            let call = service.call((io, phase.clone()));
+            Some((ticket, phase, call))
+        }
         Err(refusal) => {
             context.metrics.connection(refusal.as_str());
             None
@@ -46,7 +49,7 @@ where
     };
     let context = context.clone();
     async move {
-        let Some((ticket, call)) = call else {
+        let Some((ticket, phase, call)) = call else {
             return Ok(());
         };
         // Dropping the dispatcher (a phase overdue, the lifetime) closes
@@ -59,6 +62,12 @@ where
                 served = &mut call => served,
                 overdue = phase.overdue() => {
                     context.metrics.connection(overdue);
+                    Ok(Ok(()))
+                }
+                // Idle between requests, its place given to another: closed
+                // with nothing unread or unwritten, so cleanly.
+                () = ticket.reclaimed() => {
+                    context.metrics.connection(CLOSED_IDLE_FOR_ROOM);
                     Ok(Ok(()))
                 }
             }

@@ -29,11 +29,14 @@ use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
+
+use super::gate::Slot;
 
 /// Answered when a connection's first head is late, before it is closed.
 const TIMED_OUT: &[u8] =
@@ -65,6 +68,11 @@ struct State {
     writes_blocked: Cell<bool>,
     limit: Duration,
     opened: Instant,
+    /// The gate's view of the connection: idle once an answer is fully
+    /// written, busy when a next request arrives (none in unit tests).
+    slot: Option<Arc<Slot>>,
+    /// Whether the gate was told it is idle (and not busy again since).
+    idle: Cell<bool>,
 }
 
 /// Where one connection is (a connection lives on one worker thread).
@@ -74,6 +82,11 @@ pub struct ConnectionPhase(Rc<State>);
 impl ConnectionPhase {
     /// A connection just opened: its first head is timed from now.
     pub fn new(limit: Duration) -> Self {
+        Self::admitted(limit, None)
+    }
+
+    /// A connection the gate admitted with `slot`.
+    pub fn admitted(limit: Duration, slot: Option<Arc<Slot>>) -> Self {
         let now = Instant::now();
         Self(Rc::new(State {
             phase: Cell::new(Phase::Head),
@@ -82,7 +95,32 @@ impl ConnectionPhase {
             writes_blocked: Cell::new(false),
             limit,
             opened: now,
+            slot,
+            idle: Cell::new(false),
         }))
+    }
+
+    /// Tells the gate the connection is in use again, if it had been told
+    /// it was idle.
+    fn busy(&self) {
+        if self.0.idle.replace(false)
+            && let Some(slot) = &self.0.slot
+        {
+            // Reclaimed meanwhile: the connection's task closes it.
+            let _ = slot.busy();
+        }
+    }
+
+    /// Every byte written has gone out: after an answer, the connection
+    /// is idle until a next request arrives.
+    fn flushed(&self) {
+        if self.0.phase.get() == Phase::Answered
+            && !self.0.idle.get()
+            && let Some(slot) = &self.0.slot
+        {
+            self.0.idle.set(true);
+            slot.idle();
+        }
     }
 
     fn set(&self, phase: Phase, deadline: Option<Instant>) {
@@ -92,6 +130,7 @@ impl ConnectionPhase {
 
     /// A request has reached the app: its head is complete.
     pub fn serving(&self) {
+        self.busy();
         self.set(Phase::Serving, None);
     }
 
@@ -104,6 +143,7 @@ impl ConnectionPhase {
     /// A byte has arrived: after an answer, the first of a new head.
     fn byte_read(&self) {
         if self.0.phase.get() == Phase::Answered {
+            self.busy();
             self.set(Phase::Head, Some(Instant::now() + self.0.limit));
         }
     }
@@ -268,7 +308,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for HeadDeadline<T> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+        let this = self.get_mut();
+        let flushed = Pin::new(&mut this.io).poll_flush(cx);
+        // actix flushes once its buffer is written out: after an answer,
+        // that is the whole answer (bodies here are never streamed).
+        if let Poll::Ready(Ok(())) = flushed {
+            this.phase.flushed();
+        }
+        flushed
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

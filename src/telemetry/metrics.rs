@@ -34,7 +34,9 @@ pub struct Counters {
     pub ordering: BTreeMap<String, BTreeMap<String, u64>>,
     /// Connections closed unserved at the gate, or ended by a fault:
     /// `refused_full` (the `max_connections` bound), `refused_per_address`,
-    /// `malformed_request`, `io_error`, ... (see `http::connection`).
+    /// `closed_idle_for_room` (an idle kept-alive connection closed to admit
+    /// another), `malformed_request`, `io_error`, ... (see
+    /// `http::connection`).
     pub connections: BTreeMap<String, u64>,
     /// Admin sign-ins (bearer or form): `failed` (a wrong token),
     /// `throttled` (refused 429 while the address waits).

@@ -83,7 +83,7 @@ fn counters(registry: &mut Registry, metrics: &Metrics) {
     let flat: [(&str, &str, &str, &BTreeMap<String, u64>); 3] = [
         (
             "hookledger_connections_refused",
-            "Connections closed unserved at the gate or ended by a fault, by reason",
+            "Connections closed at the gate (refused, or idle closed for room) or ended by a fault, by reason",
             "reason",
             &counts.connections,
         ),

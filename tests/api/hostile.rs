@@ -37,7 +37,7 @@ async fn spawn(backend: Backend, limits: &str) -> TestApp {
     .await
 }
 
-async fn connect_from(app: &TestApp, local: &str) -> TcpStream {
+pub(crate) async fn connect_from(app: &TestApp, local: &str) -> TcpStream {
     let server: SocketAddr = app.address.trim_start_matches("http://").parse().unwrap();
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind(format!("{local}:0").parse().unwrap()).unwrap();

@@ -37,7 +37,7 @@ async fn connect(app: &TestApp) -> TcpStream {
 }
 
 /// One signed delivery, as a provider's HTTP/1.1 client writes it.
-fn request(event_id: &str, amount: i64) -> Vec<u8> {
+pub(crate) fn request(event_id: &str, amount: i64) -> Vec<u8> {
     let signed = signed_sample(
         "standard-webhooks",
         &Secret::new(DEMO_SECRET),
@@ -57,13 +57,13 @@ fn request(event_id: &str, amount: i64) -> Vec<u8> {
 }
 
 /// An answer read off the connection: its head (lower case) and body.
-struct Answer {
+pub(crate) struct Answer {
     head: String,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 impl Answer {
-    fn status(&self) -> &str {
+    pub(crate) fn status(&self) -> &str {
         self.head.split(' ').nth(1).unwrap_or("")
     }
 
@@ -72,7 +72,7 @@ impl Answer {
     }
 }
 
-async fn exchange(stream: &mut TcpStream, bytes: &[u8]) -> Answer {
+pub(crate) async fn exchange(stream: &mut TcpStream, bytes: &[u8]) -> Answer {
     stream.write_all(bytes).await.unwrap();
     let mut received = Vec::new();
     let mut chunk = [0u8; 4096];

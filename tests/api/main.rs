@@ -54,6 +54,7 @@ mod group_commit;
 mod health;
 mod held_queue;
 mod hostile;
+mod idle_room;
 mod interleavings;
 mod invariants;
 mod json_logs;

@@ -195,6 +195,8 @@ fn apply_source(source: &mut RawSource, env: Env<'_>, errors: &mut Vec<ConfigErr
         (&mut source.currency_path, "CURRENCY_PATH"),
         (&mut source.sequence_path, "SEQUENCE_PATH"),
         (&mut source.object_path, "OBJECT_PATH"),
+        (&mut source.payment_path, "PAYMENT_PATH"),
+        (&mut source.reverses_path, "REVERSES_PATH"),
         (&mut source.notification_url, "NOTIFICATION_URL"),
         (&mut source.webhook_id, "WEBHOOK_ID"),
         (&mut source.scope, "SCOPE"),

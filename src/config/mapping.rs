@@ -41,13 +41,18 @@ pub fn mapping(
         .unwrap_or(provider.default_account_path());
     let account_path = JsonPath::parse(account_path)
         .map_err(|e| ConfigError::new(format!("{key}.account_path"), e.to_string()))?;
+    let object_path = path(raw.object_path.as_deref(), key, "object_path")?;
+    let (payment_path, reverses_path) =
+        super::payments::paths(raw, provider, key, object_path.as_ref())?;
     let mapping = Mapping {
         account_path,
         amount_path: path(raw.amount_path.as_deref(), key, "amount_path")?,
         amount_format: raw.amount_format,
         currency_path: path(raw.currency_path.as_deref(), key, "currency_path")?,
         sequence_path: path(raw.sequence_path.as_deref(), key, "sequence_path")?,
-        object_path: path(raw.object_path.as_deref(), key, "object_path")?,
+        object_path,
+        payment_path,
+        reverses_path,
         credit_types: types(raw.credit_types.as_ref(), key, "credit_types")?,
         debit_types: types(raw.debit_types.as_ref(), key, "debit_types")?,
         event_id_path: path(raw.event_id_path.as_deref(), key, "event_id_path")?,
@@ -61,6 +66,7 @@ pub fn mapping(
             format!("{both:?} is listed as a credit type too"),
         ));
     }
+    super::payments::check_types(raw, provider, &mapping, key)?;
     let enabled = enabled_rules(provider.rules(), &mapping);
     let reverses = |basis| {
         enabled
@@ -88,11 +94,13 @@ pub fn mapping(
 }
 
 /// Whether the source's mapped types name provider payments (credit them,
-/// or reverse them).
+/// or reverse them), by the kind's rules or the source's own paths.
 pub fn links_payments(provider: &dyn Provider, mapping: &Mapping) -> bool {
-    enabled_rules(provider.rules(), mapping)
-        .iter()
-        .any(|r| !r.payment.is_empty())
+    mapping.payment_path.is_some()
+        || mapping.reverses_path.is_some()
+        || enabled_rules(provider.rules(), mapping)
+            .iter()
+            .any(|r| !r.payment.is_empty())
 }
 
 pub fn negative_balance(

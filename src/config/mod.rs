@@ -12,6 +12,7 @@ mod keys;
 mod limits;
 mod mapping;
 mod ordering;
+mod payments;
 mod raw;
 mod scopes;
 mod secrets;
@@ -92,5 +93,7 @@ pub fn from_toml_reading(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_payments;
 #[cfg(test)]
 mod tests_problems;

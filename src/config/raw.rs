@@ -111,6 +111,10 @@ pub struct RawSource {
     pub currency_path: Option<String>,
     pub sequence_path: Option<String>,
     pub object_path: Option<String>,
+    /// generic-hmac and standard-webhooks: where a credit names the payment
+    /// it is, and where a debit names the payment it reverses.
+    pub payment_path: Option<String>,
+    pub reverses_path: Option<String>,
     pub negative_balance: Option<NegativeBalance>,
     /// The scope of the intent key (README "Scope"): sources sharing one
     /// apply each event id once between them.

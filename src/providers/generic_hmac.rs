@@ -136,6 +136,11 @@ impl Provider for GenericHmac {
         true
     }
 
+    /// `payment_path` and `reverses_path`: the sender's own payment refs.
+    fn payments_configured(&self) -> bool {
+        true
+    }
+
     fn check_settings(&self, settings: &KindSettings) -> Result<(), SettingsError> {
         match &settings.generic {
             Some(_) => Ok(()),

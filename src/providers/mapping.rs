@@ -20,6 +20,12 @@ pub struct Mapping {
     pub currency_path: Option<JsonPath>,
     pub sequence_path: Option<JsonPath>,
     pub object_path: Option<JsonPath>,
+    /// Where a credit names the payment it is (kinds that describe their
+    /// payloads in config): the credit then pays it, once per scope.
+    pub payment_path: Option<JsonPath>,
+    /// Where a debit names the payment it reverses: with it, every debit
+    /// type is a refund of that payment, matched and bounded by it.
+    pub reverses_path: Option<JsonPath>,
     /// Types that credit, replacing the kind's list.
     pub credit_types: Option<Vec<String>>,
     /// Types that debit, replacing the kind's list.
@@ -39,6 +45,8 @@ impl Mapping {
             currency_path: None,
             sequence_path: None,
             object_path: None,
+            payment_path: None,
+            reverses_path: None,
             credit_types: None,
             debit_types: None,
             event_id_path: None,

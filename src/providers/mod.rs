@@ -49,7 +49,8 @@ pub use provider::{
 };
 pub use registry::{known_kinds, provider_for};
 pub use rules::{
-    Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event, mapped_types,
+    Amount, Condition, Effect, EventView, Key, Rule, enabled_rules, map_event, mapped_rules,
+    mapped_types,
 };
 pub use strict_json::Ambiguity;
 pub use verification::{Verified, VerifyError};

@@ -45,6 +45,13 @@ pub trait Provider: Sync + 'static {
         false
     }
 
+    /// Whether a source of this kind says in its config where its events
+    /// name payments (`payment_path`, `reverses_path`): kinds whose payloads
+    /// are the sender's own design, so no rule of the kind can know.
+    fn payments_configured(&self) -> bool {
+        false
+    }
+
     /// Whether the kind verifies with certificates configured per source
     /// (`certificates`, PEM files) instead of shared secrets (PayPal).
     fn verifies_with_certificates(&self) -> bool {

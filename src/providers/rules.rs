@@ -60,7 +60,7 @@ pub enum Effect {
 
 impl Effect {
     /// Credit types (`credit_types`) or debit types (`debit_types`).
-    fn is_credit(self) -> bool {
+    pub fn is_credit(self) -> bool {
         matches!(
             self,
             Effect::Credit | Effect::CreditPart | Effect::Reinstate { .. }
@@ -133,18 +133,29 @@ fn rule_for<'r>(rules: &'r [Rule], event_type: &str, mapping: &Mapping) -> Optio
 /// it enables, then the types its own lists add (which take the kind's
 /// first rule of their class), each once.
 pub fn mapped_types<'m>(rules: &'m [Rule], mapping: &'m Mapping) -> Vec<&'m str> {
+    mapped_rules(rules, mapping)
+        .into_iter()
+        .map(|(event_type, _)| event_type)
+        .collect()
+}
+
+/// [`mapped_types`], each with the rule it maps by.
+pub fn mapped_rules<'m>(rules: &'m [Rule], mapping: &'m Mapping) -> Vec<(&'m str, &'m Rule)> {
     let listed = [&mapping.credit_types, &mapping.debit_types]
         .into_iter()
         .flatten()
         .flatten()
         .map(String::as_str);
-    let mut types: Vec<&str> = Vec::new();
+    let mut mapped: Vec<(&str, &Rule)> = Vec::new();
     for event_type in rules.iter().map(|r| r.event_type).chain(listed) {
-        if !types.contains(&event_type) && rule_for(rules, event_type, mapping).is_some() {
-            types.push(event_type);
+        if mapped.iter().any(|(t, _)| *t == event_type) {
+            continue;
+        }
+        if let Some(rule) = rule_for(rules, event_type, mapping) {
+            mapped.push((event_type, rule));
         }
     }
-    types
+    mapped
 }
 
 /// The kind's rules a source maps, under its type lists.
@@ -327,10 +338,11 @@ fn movement(
     (sequence, explicit_sequence): (Result<i64, String>, bool),
 ) -> Movement {
     let account = mapping.account_path.lookup(root);
-    let payment = (!rule.payment.is_empty()).then(|| lookup(root, rule.payment));
-    match rule.effect {
+    let effect = effect_of(rule, mapping);
+    let (payment_path, payment) = payment_of(rule, effect, mapping, root);
+    match effect {
         Effect::Credit | Effect::CreditPart | Effect::Debit => PostingFields {
-            direction: if rule.effect == Effect::Debit {
+            direction: if effect == Effect::Debit {
                 Direction::Debit
             } else {
                 Direction::Credit
@@ -342,17 +354,17 @@ fn movement(
             sequence,
             explicit_sequence,
             amount_format: found.format,
-            payment: match payment.flatten() {
+            payment: match payment {
                 None | Some(Value::Null) => Ok(None),
-                found => payment_ref(found, rule.payment).map(Some),
+                found => payment_ref(found, payment_path).map(Some),
             },
-            part: rule.effect == Effect::CreditPart,
+            part: effect == Effect::CreditPart,
         }
         .into_movement(),
         Effect::Reverse(basis) => ReversalFields {
             direction: Direction::Debit,
-            payment_path: rule.payment,
-            payment: payment.flatten(),
+            payment_path,
+            payment,
             basis,
             undoes: None,
             account,
@@ -364,8 +376,8 @@ fn movement(
         .into_movement(),
         Effect::Reinstate { undoes } => ReversalFields {
             direction: Direction::Credit,
-            payment_path: rule.payment,
-            payment: payment.flatten(),
+            payment_path,
+            payment,
             basis: Basis::Each,
             undoes: key_value.map(|value| format!("{undoes}:{value}")),
             account,
@@ -375,6 +387,37 @@ fn movement(
             sequence,
         }
         .into_movement(),
+    }
+}
+
+/// The rule's effect under the source's mapping: where the source names
+/// the payment a debit reverses (`reverses_path`), its plain debits are
+/// refunds of that payment, each for its own amount.
+fn effect_of(rule: &Rule, mapping: &Mapping) -> Effect {
+    match (rule.effect, &mapping.reverses_path) {
+        (Effect::Debit, Some(_)) => Effect::Reverse(Basis::Each),
+        (effect, _) => effect,
+    }
+}
+
+/// Where the payment of `effect` is named, and what is there: the source's
+/// own path (`payment_path` for a credit, `reverses_path` for a reversal)
+/// over the rule's; no path for a movement of its own.
+fn payment_of<'v>(
+    rule: &'v Rule,
+    effect: Effect,
+    mapping: &'v Mapping,
+    root: &'v Value,
+) -> (&'v str, Option<&'v Value>) {
+    let own = match effect {
+        Effect::Credit | Effect::CreditPart => mapping.payment_path.as_ref(),
+        Effect::Reverse(_) => mapping.reverses_path.as_ref(),
+        Effect::Debit | Effect::Reinstate { .. } => None,
+    };
+    match own {
+        Some(path) => (path.as_str(), path.lookup(root)),
+        None if rule.payment.is_empty() => ("", None),
+        None => (rule.payment, lookup(root, rule.payment)),
     }
 }
 

@@ -251,6 +251,11 @@ impl Provider for StandardWebhooks {
         true
     }
 
+    /// `payment_path` and `reverses_path`: the sender's own payment refs.
+    fn payments_configured(&self) -> bool {
+        true
+    }
+
     fn keys_from_secret(&self, secret: &Secret) -> Result<Vec<KeyBytes>, String> {
         let encoded = secret
             .expose()

@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::Movement;
+use crate::domain::{Link, Movement};
 use crate::providers::{JsonPath, testing};
 
 fn scheme(template: &str, algorithm: Algorithm, encoding: Encoding) -> Scheme {
@@ -161,4 +161,53 @@ fn listed_types_move_money_at_the_configured_paths() {
     other["type"] = json!("refund");
     let ignored = testing::normalise_all(&GenericHmac, &verified, &[], &other, &mapping).unwrap();
     assert_eq!(ignored[0].movement, Movement::None);
+}
+
+/// An in-house sender's listed debit types are refunds where the source
+/// names `reverses_path`: matched to the payment at that path, as every
+/// provider's refunds are; its credits pay the payment at `payment_path`.
+#[test]
+fn with_reverses_path_listed_debits_reverse_their_payment() {
+    let mut mapping = testing::mapping(&GenericHmac);
+    mapping.credit_types = Some(vec!["sale".into()]);
+    mapping.debit_types = Some(vec!["refund".into()]);
+    mapping.payment_path = Some(JsonPath::parse("data.sale_id").unwrap());
+    mapping.reverses_path = Some(JsonPath::parse("data.refunded_sale").unwrap());
+    let verified = testing::verified(None, Some(1_700_000_000));
+    let event = |body: Value| {
+        let mut events =
+            testing::normalise_all(&GenericHmac, &verified, &[], &body, &mapping).unwrap();
+        events.remove(0).movement
+    };
+    let sale = json!({"id": "e1", "type": "sale", "account_id": "acct_1", "amount": 1000,
+        "currency": "USD", "data": {"sale_id": 4711}});
+    let Movement::Post(posting) = event(sale.clone()) else {
+        panic!("a credit");
+    };
+    assert_eq!(posting.link, Link::Pays("4711".into()));
+    let mut refund = sale.clone();
+    refund["type"] = json!("refund");
+    refund["data"] = json!({"refunded_sale": "4711"});
+    let Movement::Reverse(request) = event(refund.clone()) else {
+        panic!("a refund");
+    };
+    assert_eq!(
+        (
+            request.reversal.payment_ref.as_str(),
+            request.signed_amount()
+        ),
+        ("4711", -1000)
+    );
+    refund["data"] = json!({});
+    let Movement::Rejected(rejection) = event(refund) else {
+        panic!("a refund naming no payment is rejected");
+    };
+    assert_eq!(rejection.reason, "no payment id at data.refunded_sale");
+    // A credit naming no payment is a credit of its own, as with every kind.
+    let mut top_up = sale;
+    top_up["data"] = json!({});
+    let Movement::Post(posting) = event(top_up) else {
+        panic!("a credit");
+    };
+    assert_eq!(posting.link, Link::None);
 }

@@ -1,5 +1,8 @@
 use super::*;
-use crate::domain::{Direction, Movement};
+use serde_json::json;
+
+use crate::domain::{AccountId, Basis, Direction, Link, Movement};
+use crate::providers::JsonPath;
 use crate::providers::testing;
 
 /// Official vectors from the Standard Webhooks repository
@@ -223,4 +226,63 @@ fn unknown_types_are_ignored_and_bad_fields_rejected() {
         rejection.reason,
         "amount must be a JSON integer of minor units, not a string; sequence must be an integer"
     );
+}
+
+/// With `payment_path` and `reverses_path`, a credit pays the payment it
+/// names and a debit is a refund of the payment it names, for its own
+/// amount; a debit naming none is rejected, never posted as a plain debit.
+#[test]
+fn configured_payment_paths_make_debits_refunds_of_their_payment() {
+    let mut mapping = testing::mapping(&StandardWebhooks);
+    mapping.payment_path = Some(JsonPath::parse("data.payment").unwrap());
+    mapping.reverses_path = Some(JsonPath::parse("data.refunds").unwrap());
+    let verified = testing::verified(Some("msg_1"), Some(1_700_000_000));
+    let under = |mapping: &Mapping, body: Value| {
+        let mut events =
+            testing::normalise_all(&StandardWebhooks, &verified, &[], &body, mapping).unwrap();
+        events.remove(0).movement
+    };
+    let event = |body: Value| under(&mapping, body);
+    let data = json!({"account_id": "a", "amount_minor": 300, "currency": "USD"});
+    let mut credit = json!({"type": "balance.credit", "data": data.clone()});
+    credit["data"]["payment"] = json!("pay_1");
+    let Movement::Post(posting) = event(credit) else {
+        panic!("a credit");
+    };
+    assert_eq!(posting.link, Link::Pays("pay_1".into()));
+    let mut debit = json!({"type": "balance.debit", "data": data.clone()});
+    debit["data"]["refunds"] = json!("pay_1");
+    let Movement::Reverse(request) = event(debit.clone()) else {
+        panic!("a refund");
+    };
+    assert_eq!(
+        (
+            request.reversal.payment_ref.as_str(),
+            request.reversal.basis,
+            request.signed_amount(),
+            request.account.as_ref().map(AccountId::as_str),
+        ),
+        ("pay_1", Basis::Each, -300, Some("a"))
+    );
+    for (refunds, reason) in [
+        (Value::Null, "no payment id at data.refunds"),
+        (
+            json!(""),
+            "payment id at data.refunds must be 1-255 characters without control characters",
+        ),
+        (
+            json!(["pay_1"]),
+            "payment id at data.refunds must be a string, not an array",
+        ),
+    ] {
+        debit["data"]["refunds"] = refunds;
+        let Movement::Rejected(rejection) = event(debit.clone()) else {
+            panic!("a rejection for {reason}");
+        };
+        assert_eq!(rejection.reason, reason);
+        assert_eq!(rejection.signed_amount, Some(-300));
+    }
+    // Without the keys, as before: a plain debit, a credit of its own.
+    let plain = under(&testing::mapping(&StandardWebhooks), debit);
+    assert!(matches!(plain, Movement::Post(p) if p.link == Link::None));
 }

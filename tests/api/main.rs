@@ -89,6 +89,7 @@ mod outbox_shutdown;
 mod outbox_statuses;
 mod outbox_unconfigured;
 mod outbox_wake;
+mod own_refunds;
 mod protocol;
 mod redelivery_batch;
 mod refunds;

@@ -1,6 +1,8 @@
 //! The admin in a real browser: Debian's headless chromium, driven by
 //! `playwright-core` (tests/ui/flow.mjs), against the real server on both
-//! backends. Screenshots of each page go to `target/ui-screenshots/`.
+//! backends, seeded with ids as long as real ones: every page must fit a
+//! 390 px phone without breaking an id. Screenshots of each page, at 1280
+//! and 390 px, go to `target/ui-screenshots/`.
 //!
 //! Needs `node`, `/usr/bin/chromium` (or `HOOKLEDGER_CHROMIUM`) and
 //! `npm ci --prefix tests/ui`; `.ci/run` installs them. Without them the
@@ -10,6 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use hookledger::providers::Sample;
+use reqwest::StatusCode;
 
 use crate::helpers::*;
 
@@ -53,6 +58,87 @@ fn tools_or_skip(test: &str) -> Option<Tools> {
     }
 }
 
+/// Ids as long as real ones, so that a page too wide for a phone shows: a
+/// customer id with a suffix, as some integrations build them, and event
+/// ids near the 255-byte limit.
+const ACCOUNT: &str = "cus_4242424242424242_5fc872b50b61";
+const OTHER_ACCOUNT: &str = "cus_7777777777777777_0a1b2c3d4e5f";
+
+struct Ids {
+    refund: String,
+    late: String,
+    dismissed: String,
+    stripe: String,
+}
+
+impl Ids {
+    fn new() -> Ids {
+        // 250 bytes: hex after a readable prefix, no break opportunity.
+        let long = |prefix: &str| {
+            let mut id = format!("{prefix}_{}", "5fc872b50b61a9e3".repeat(16));
+            id.truncate(250);
+            id
+        };
+        Ids {
+            refund: long("refund_1"),
+            late: long("late_2"),
+            dismissed: long("late_3"),
+            stripe: long("evt_1"),
+        }
+    }
+
+    /// What the flow reads from `IDS`.
+    fn to_json(&self) -> String {
+        serde_json::json!({
+            "account": ACCOUNT,
+            "otherAccount": OTHER_ACCOUNT,
+            "refund": self.refund,
+            "late": self.late,
+            "dismissed": self.dismissed,
+            "stripe": self.stripe,
+        })
+        .to_string()
+    }
+}
+
+/// Something on every admin page the flow visits: held events, a Stripe
+/// event (its signature header), a gap, a verification failure.
+async fn seed(app: &TestApp, ids: &Ids) {
+    app.send_ok(&credit_seq("pay_1", ACCOUNT, 1500, 2)).await;
+    // A late refund: held as stale, for the operator to apply.
+    app.send_ok(&debit_seq(&ids.refund, ACCOUNT, 300, 1)).await;
+    // Another account's held events: the forged POST aims at the first,
+    // the held queue dismisses the second.
+    app.send_ok(&credit_seq("pay_2", OTHER_ACCOUNT, 500, 2))
+        .await;
+    app.send_ok(&debit_seq(&ids.late, OTHER_ACCOUNT, 100, 1))
+        .await;
+    app.send_ok(&debit_seq(&ids.dismissed, OTHER_ACCOUNT, 50, 1))
+        .await;
+    let stripe = Sample {
+        currency: "usd".into(),
+        ..credit(&ids.stripe, OTHER_ACCOUNT, 700)
+    };
+    let response = app
+        .deliver("stripe", "stripe", STRIPE_SECRET, &stripe)
+        .await;
+    json_with_status(response, StatusCode::OK).await;
+    // Sequence 2 never comes: 3 waits behind a gap.
+    app.send_to("ledger", &credit_seq("seq_1", OTHER_ACCOUNT, 100, 1))
+        .await;
+    app.send_to("ledger", &credit_seq("seq_3", OTHER_ACCOUNT, 100, 3))
+        .await;
+    let forged = app
+        .deliver(
+            "demo",
+            "standard-webhooks",
+            ROTATED_OUT_SECRET,
+            &credit("forged", ACCOUNT, 1),
+        )
+        .await;
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+}
+
 async fn an_operator_resolves_a_held_event_in_a_real_browser(backend: Backend) {
     let name = match backend {
         Backend::Sqlite => "sqlite",
@@ -62,12 +148,8 @@ async fn an_operator_resolves_a_held_event_in_a_real_browser(backend: Backend) {
         return;
     };
     let app = TestApp::spawn(backend).await;
-    app.send_ok(&credit_seq("pay_1", "cus_42", 1500, 2)).await;
-    // A late refund: held as stale, for the operator to apply.
-    app.send_ok(&debit_seq("refund_1", "cus_42", 300, 1)).await;
-    // Another account's held event: the forged POST aims at it.
-    app.send_ok(&credit_seq("pay_2", "cus_7", 500, 2)).await;
-    app.send_ok(&debit_seq("late_2", "cus_7", 100, 1)).await;
+    let ids = Ids::new();
+    seed(&app, &ids).await;
 
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -81,6 +163,7 @@ async fn an_operator_resolves_a_held_event_in_a_real_browser(backend: Backend) {
         .env("SHOTS", &shots)
         .env("NAME", name)
         .env("CHROMIUM", &tools.chromium)
+        .env("IDS", ids.to_json())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -113,11 +196,20 @@ async fn an_operator_resolves_a_held_event_in_a_real_browser(backend: Backend) {
     );
     assert!(log.contains("ui flow passed"), "{log}");
     // The database agrees with what the browser saw.
-    assert_eq!(app.balance("cus_42", "USD").await, 1200);
-    assert_eq!(app.event("demo", "refund_1").await["status"], "applied");
-    assert_eq!(app.event("demo", "late_2").await["status"], "stale");
-    for step in ["1-dashboard", "3-held-event", "4-applied", "6-signed-out"] {
-        assert!(shots.join(format!("{name}-{step}.png")).exists(), "{step}");
+    assert_eq!(app.balance(ACCOUNT, "USD").await, 1200);
+    assert_eq!(app.event("demo", &ids.refund).await["status"], "applied");
+    assert_eq!(app.event("demo", &ids.late).await["status"], "stale");
+    assert_eq!(
+        app.event("demo", &ids.dismissed).await["status"],
+        "dismissed"
+    );
+    for step in ["1-dashboard", "3-held-event", "5-account", "15-signed-out"] {
+        for shot in [
+            format!("{name}-{step}.png"),
+            format!("{name}-{step}-390.png"),
+        ] {
+            assert!(shots.join(&shot).exists(), "{shot}");
+        }
     }
     app.assert_invariants().await;
 }

@@ -159,7 +159,10 @@ async fn actions_need_csrf_token_and_same_origin(backend: Backend) {
     app.send_ok(&debit_seq("msg_2", "acct_1", 250, 1)).await;
     let cookie = login(&app).await;
     let detail = page(&app, "/admin/events/demo/msg_2", &cookie).await;
-    assert!(detail.contains("Apply -$2.50 to acct_1"), "{detail}");
+    assert!(
+        detail.contains(r#"Apply -$2.50 to <span class="id">acct_1</span>"#),
+        "{detail}"
+    );
     let csrf = csrf_in(&detail);
     let apply = "/admin/events/demo/msg_2/apply";
 

@@ -71,7 +71,9 @@ async fn events_named_dot_and_dot_dot_open_and_resolve_from_their_links(backend:
             .unwrap_or_else(|| panic!("no link to {id:?} in {hrefs:?}"));
         let event_page = page(&app, &resolve(&app, href), &cookie).await;
         assert!(
-            event_page.contains(&format!("<h1>stripe / {id}</h1>")),
+            event_page.contains(&format!(
+                r#"<h1>stripe / <span class="id">{id}</span></h1>"#
+            )),
             "{id:?} did not open its own page"
         );
         let action = links(&event_page, "action", "/admin/event/dismiss?")
@@ -106,7 +108,9 @@ async fn a_gap_on_an_account_named_dot_dot_opens_and_is_skipped(backend: Backend
         .pop()
         .expect("a gap link");
     let gap_page = page(&app, &resolve(&app, &href), &cookie).await;
-    assert!(gap_page.contains("<h1>ledger / ..: waiting behind a gap</h1>"));
+    assert!(
+        gap_page.contains(r#"<h1>ledger / <span class="id">..</span>: waiting behind a gap</h1>"#)
+    );
     let action = links(&gap_page, "action", "/admin/gap/skip?")
         .pop()
         .expect("a skip form");

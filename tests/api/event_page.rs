@@ -44,7 +44,10 @@ async fn an_apply_is_previewed_then_shown_with_the_new_balance(backend: Backend)
         unescaped(field(&held, "Status")).contains(&reason),
         "{held}"
     );
-    assert!(held.contains("Balance of acct_1: $10.00 → $7.50"), "{held}");
+    assert!(
+        held.contains(r#"Balance of <span class="id">acct_1</span>: $10.00 → $7.50"#),
+        "{held}"
+    );
     assert_eq!(
         held.matches(r#"name="note""#).count(),
         1,
@@ -170,7 +173,7 @@ async fn the_signature_headers_and_a_conflicting_body_are_shown(backend: Backend
     ] {
         assert_eq!(
             unescaped(field(&detail, name)),
-            format!(r#" class="wrap">{value}"#)
+            format!(r#" class="id">{value}"#)
         );
     }
     assert!(
@@ -213,7 +216,7 @@ async fn the_signature_headers_and_a_conflicting_body_are_shown(backend: Backend
     // The headers are the first delivery's.
     assert_eq!(
         unescaped(field(&detail, "webhook-signature")),
-        format!(r#" class="wrap">{signature}"#)
+        format!(r#" class="id">{signature}"#)
     );
 }
 

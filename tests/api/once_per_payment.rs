@@ -180,7 +180,7 @@ async fn a_payment_credits_once_whichever_types_report_it(backend: Backend) {
     let html = page(&app, "/admin/events/stripe-any/evt_pi", &cookie).await;
     assert!(
         html.contains(
-            r#"<a href="/admin/event?source=stripe-any&#38;id=evt_charge" class="credited-by">evt_charge</a>"#
+            r#"<a href="/admin/event?source=stripe-any&#38;id=evt_charge" class="credited-by id">evt_charge</a>"#
         ),
         "the event page links the event that credited the payment: {html}"
     );

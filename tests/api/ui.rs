@@ -195,6 +195,8 @@ async fn an_operator_resolves_a_held_event_in_a_real_browser(backend: Backend) {
         "the browser flow failed ({status:?}):\n{log}"
     );
     assert!(log.contains("ui flow passed"), "{log}");
+    // The width of each page on a phone, for --nocapture.
+    println!("{log}");
     // The database agrees with what the browser saw.
     assert_eq!(app.balance(ACCOUNT, "USD").await, 1200);
     assert_eq!(app.event("demo", &ids.refund).await["status"], "applied");

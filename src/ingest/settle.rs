@@ -312,6 +312,16 @@ async fn check_reversal(
             )));
         }
         amount = -(total - reversed);
+    } else if amount < 0 && tx.reversed_as_total(scope, payment).await? {
+        // A refund counted on its own after the provider's running total
+        // counted the payment's refunds (a config that mapped
+        // `charge.refunded` then, `refund.created` now, or a replay): the
+        // total may hold this very refund. Held for a person, never both.
+        return reject(format!(
+            "payment {payment}'s refunds were counted as a running total before; this event \
+             counts one refund on its own, which that total may hold already: resolve it by \
+             hand"
+        ));
     }
     if amount < 0 && reversed - amount > credited {
         return reject(format!(

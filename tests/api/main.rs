@@ -16,6 +16,7 @@ mod postgres_tls;
 mod posting_statement;
 mod process;
 mod receiver;
+mod rekey_interleavings;
 mod relay_process;
 mod replay;
 mod replay_cli;

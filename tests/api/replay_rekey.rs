@@ -9,7 +9,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::browser::{login, page};
+use crate::browser::{csrf_in, login, page, post_form};
 use crate::fixtures::{signed, stripe_event, stripe_payment, stripe_refund};
 use crate::helpers::*;
 
@@ -25,7 +25,7 @@ debit_types = ["charge.refunded"]
 "#;
 
 /// The fix: the kind's default debits, `refund.created` and `.updated`.
-const FIXED: &str = r#"
+pub(crate) const FIXED: &str = r#"
 [[sources]]
 name = "pay"
 kind = "stripe"
@@ -33,7 +33,7 @@ scope = "pay"
 secrets = ["whsec_stripe_test_secret"]
 "#;
 
-async fn instance(app: &TestApp, config: &str) -> TestApp {
+pub(crate) async fn instance(app: &TestApp, config: &str) -> TestApp {
     app.another_instance_with(&Options {
         extra_sources: config,
         ..Options::default()
@@ -44,7 +44,7 @@ async fn instance(app: &TestApp, config: &str) -> TestApp {
 /// The wrong config's instance and the fixed one, on one database, with
 /// payment `pi_1` of 10.00 credited to `acct_1` and each refund of
 /// `refunds` (event id, refund id, amount) stored `ignored`.
-async fn refunds_stored_ignored(
+pub(crate) async fn refunds_stored_ignored(
     backend: Backend,
     refunds: &[(&str, &str, i64)],
 ) -> (TestApp, TestApp) {
@@ -69,12 +69,12 @@ async fn refunds_stored_ignored(
     (wrong, fixed)
 }
 
-async fn send(app: &TestApp, body: &Value) -> Value {
+pub(crate) async fn send(app: &TestApp, body: &Value) -> Value {
     let request = signed("stripe", STRIPE_SECRET, body, "");
     json_with_status(app.post_signed("pay", &request).await, StatusCode::OK).await
 }
 
-async fn replay(app: &TestApp, event_id: &str) -> (StatusCode, Value) {
+pub(crate) async fn replay(app: &TestApp, event_id: &str) -> (StatusCode, Value) {
     let response = app
         .admin_post(
             &format!("/admin/api/event/replay?source=pay&id={event_id}"),
@@ -94,7 +94,7 @@ fn created(n: i64) -> i64 {
 
 /// A `refund.updated` of the `n`th refund, `refund_id` (still succeeded),
 /// after its `refund.created`.
-fn refund_updated(event_id: &str, n: i64, refund_id: &str, amount: i64) -> Value {
+pub(crate) fn refund_updated(event_id: &str, n: i64, refund_id: &str, amount: i64) -> Value {
     stripe_event(
         "refund.updated",
         event_id,
@@ -160,6 +160,8 @@ async fn an_ignored_refund_replays_under_its_refund_key_once(backend: Backend) {
     assert_eq!(again["changed"], false, "{again}");
     assert_eq!(again["replayed_as"]["duplicate"], true, "{again}");
     assert_eq!(again["replayed_as"]["status"], "applied");
+    let refund = fixed.event("pay", "refund:re_1").await;
+    assert_eq!(refund["deliveries"], 1, "a replay is no redelivery");
     // The refund's later event is a redelivery of the same key.
     let updated = send(&fixed, &refund_updated("evt_r1u", 0, "re_1", 300)).await;
     assert_eq!(updated["duplicate"], true, "{updated}");
@@ -181,6 +183,27 @@ async fn a_refund_stored_under_its_key_already_makes_the_replay_a_duplicate(back
     let original = fixed.event("pay", "evt_r1").await;
     assert_eq!(original["replayed_into"], Value::Null, "nothing written");
     assert_eq!(original["audit"], serde_json::json!([]));
+    // From the page: it says the key is stored already, not that the
+    // config maps the event as it is stored.
+    let cookie = login(&fixed).await;
+    let path = "/admin/event?source=pay&id=evt_r1";
+    let before = page(&fixed, path, &cookie).await;
+    assert!(
+        before.contains("maps to another key, refund:re_1"),
+        "{before}"
+    );
+    let fields = [
+        ("csrf", csrf_in(&before)),
+        ("note", "refunds mapped now".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let action = "/admin/event/replay?source=pay&id=evt_r1";
+    let done = post_form(&fixed, action, &cookie, Some(&fixed.address), &fields).await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    let location = done.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.ends_with("done=replay_duplicate"), "{location}");
+    let after = page(&fixed, &location, &cookie).await;
+    assert!(after.contains("which is stored already"), "{after}");
     assert_eq!(fixed.balance("acct_1", "USD").await, 700);
     fixed.assert_invariants().await;
 }
@@ -252,6 +275,40 @@ async fn a_replay_racing_the_refunds_next_event_debits_once(backend: Backend) {
     fixed.assert_invariants().await;
 }
 
+/// Under the old config `charge.refunded` counted the payment's refunds
+/// as a running total (300); the refund it holds, replayed as its own key,
+/// must not take the 300 back a second time: it is held for a person.
+async fn a_refund_a_running_total_counted_is_not_debited_again(backend: Backend) {
+    let (wrong, fixed) = refunds_stored_ignored(backend, &[("evt_r1", "re_1", 300)]).await;
+    let total = stripe_event(
+        "charge.refunded",
+        "evt_total",
+        &[
+            ("created", serde_json::json!(created(0) - 1)),
+            ("data.object.payment_intent", serde_json::json!("pi_1")),
+            ("data.object.amount_refunded", serde_json::json!(300)),
+        ],
+    );
+    assert_eq!(send(&wrong, &total).await["status"], "applied");
+    assert_eq!(fixed.balance("acct_1", "USD").await, 700);
+    let (status, answer) = replay(&fixed, "evt_r1").await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["replayed_as"]["status"], "rejected", "{answer}");
+    let held = fixed.event("pay", "refund:re_1").await;
+    assert!(
+        held["reason"].as_str().unwrap().contains("running total"),
+        "{held}"
+    );
+    // Live as well: the refund's next event after the fix changes nothing.
+    let updated = send(&fixed, &refund_updated("evt_r1u", 1, "re_1", 300)).await;
+    assert_eq!(updated["duplicate"], true, "{updated}");
+    let other = stripe_refund("evt_r2", "re_2", "pi_1", 100);
+    let other = send(&fixed, &other).await;
+    assert_eq!(other["status"], "rejected", "{other}");
+    assert_eq!(fixed.balance("acct_1", "USD").await, 700);
+    fixed.assert_invariants().await;
+}
+
 /// An event stored before headers were kept (Standard Webhooks' id is its
 /// `webhook-id` header) reads as `unreadable:` now: never re-keyed, so it
 /// stays in the held queue as it was.
@@ -286,6 +343,7 @@ async fn an_event_stored_without_its_headers_is_not_re_keyed(backend: Backend) {
 }
 
 both_backends!(
+    a_refund_a_running_total_counted_is_not_debited_again,
     an_event_stored_without_its_headers_is_not_re_keyed,
     an_ignored_refund_replays_under_its_refund_key_once,
     a_refund_stored_under_its_key_already_makes_the_replay_a_duplicate,

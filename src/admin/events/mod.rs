@@ -236,10 +236,10 @@ pub async fn event_action(
                 return Err(ApiError::BadRequest("a note is required to replay".into()));
             }
             let replayed = action::replay(&context, &source, &event_id, &asking).await?;
-            if replayed.changed {
-                "replay"
-            } else {
-                "replay_unchanged"
+            match (replayed.changed, &replayed.replayed_as) {
+                (true, _) => "replay",
+                (false, Some(_)) => "replay_duplicate",
+                (false, None) => "replay_unchanged",
             }
         }
         Asked::Act(what) => {

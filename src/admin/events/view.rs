@@ -209,6 +209,11 @@ pub fn done_notice(
         (Some("replay_unchanged"), _) => {
             Some("Not replayed: the current config maps this event as it is stored.".to_owned())
         }
+        (Some("replay_duplicate"), _) => Some(
+            "Not replayed: the current config maps this event to another key, which is stored \
+             already; nothing changed."
+                .to_owned(),
+        ),
         _ => None,
     }
 }

@@ -89,6 +89,13 @@ update intents set amount_minor = $2 where intent_id = $1";
 const INTENT_EFFECT: &str = "
 select status, amount_minor from intents where scope = $1 and event_id = $2";
 
+/// Whether a payment has a running-total reversal applied (`reversal =
+/// 'total'`): read under the payment's row lock, which every reversal of it
+/// takes first, so none can be applied meanwhile.
+const TOTAL_REVERSED: &str = "
+select count(*) from intents
+where scope = $1 and payment_ref = $2 and reversal = 'total' and status = 'applied'";
+
 /// The source and event id of an intent (the one that credited a payment).
 const INTENT_NAME: &str = "
 select source, event_id from intents where intent_id = $1";
@@ -273,6 +280,20 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Whether `payment`'s refunds were counted as a running total.
+    pub async fn reversed_as_total(
+        &mut self,
+        scope: &str,
+        payment: &str,
+    ) -> Result<bool, StoreError> {
+        let (count,): (i64,) = on_tx!(self, conn => sqlx::query_as(TOTAL_REVERSED)
+            .bind(scope)
+            .bind(payment)
+            .fetch_one(conn)
+            .await)?;
+        Ok(count > 0)
+    }
+
     /// The status and signed amount of `event_id` in `scope`, if stored.
     pub async fn intent_effect(
         &mut self,
@@ -284,5 +305,20 @@ impl WriteTx {
             .bind(event_id)
             .fetch_optional(conn)
             .await)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TOTAL_REVERSED;
+    use crate::store::plans::{migrated, plan, scans_a_table};
+
+    /// A refund's check reads the payment's total reversals by index, never
+    /// the intents table.
+    #[tokio::test]
+    async fn the_running_total_check_reads_its_index() {
+        let plan = plan(&migrated().await, TOTAL_REVERSED).await;
+        assert!(plan.contains("intents_total_reversals"), "{plan}");
+        assert!(!scans_a_table(&plan), "{plan}");
     }
 }

@@ -85,6 +85,21 @@ pub async fn rekey(
     replay: &Replay<'_>,
     original: &str,
 ) -> Result<Option<Outcome>, StoreError> {
+    match rekey_once(store, replay, original).await {
+        // Once, as for a delivery: the racing insert of the key has
+        // committed (see the error's doc), so the key is found stored.
+        Err(error) if error.lost_first_delivery_race() => {
+            rekey_once(store, replay, original).await
+        }
+        answer => answer,
+    }
+}
+
+async fn rekey_once(
+    store: &Store,
+    replay: &Replay<'_>,
+    original: &str,
+) -> Result<Option<Outcome>, StoreError> {
     let Replay {
         source,
         event,

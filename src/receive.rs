@@ -4,7 +4,7 @@
 //! passes it.
 
 use crate::clock::Clock;
-use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Rejection, Status};
+use crate::domain::{Direction, EventId, Movement, NormalisedEvent, Origin, Rejection, Status};
 use crate::failures::{Failure, VerificationFailures};
 use crate::ingest::{DrainSignal, Ingestor, Outcome, RawDelivery};
 use crate::providers::{
@@ -100,6 +100,7 @@ pub async fn receive(
         signature_headers: signature_headers.as_deref(),
         signed_at: verified.timestamp,
         signed_event_id: verified.event_id.as_deref(),
+        origin: Origin::Webhook,
     };
     let stored = std::time::Instant::now();
     let outcomes = context.ingestor.ingest(source, &events, &raw).await?;

@@ -113,6 +113,7 @@ impl Stored {
             signature_headers: self.row.signature_headers.as_deref(),
             signed_at: self.row.signed_at,
             signed_event_id: self.row.signed_event_id.as_deref(),
+            origin: self.row.event.origin.parse().unwrap_or_default(),
         }
     }
 }

@@ -49,11 +49,14 @@ pub struct EventView {
     /// Arrived below its account's sequence guard.
     pub late: bool,
     pub sequence: String,
+    /// `webhook`, or `reconcile`: fetched from the provider's records.
+    pub origin: String,
 }
 
 impl From<EventRow> for EventView {
     fn from(row: EventRow) -> Self {
         Self {
+            origin: row.origin.clone(),
             href: event_href(&row.source, &row.event_id),
             amount: money(row.amount_minor, row.currency.as_deref()),
             amount_minor: minor_units(row.amount_minor, row.currency.as_deref()),

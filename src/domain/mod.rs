@@ -10,6 +10,7 @@ mod link;
 mod message;
 mod money;
 mod ordering;
+mod origin;
 mod reversal_fields;
 mod shown;
 mod status;
@@ -31,6 +32,7 @@ pub use ordering::{
     DEFAULT_GAP_TIMEOUT_SECS, DEFAULT_RELEASE_BATCH, NegativeBalance, OnStale, OrderingMode,
     OrderingPolicy, Ranges, Slot, StaleAction, contiguous_slot, missing_ranges, sequence_text,
 };
+pub use origin::Origin;
 pub use reversal_fields::ReversalFields;
 pub use shown::{minor_units, money};
 pub use status::Status;

@@ -40,7 +40,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Outcome, RawDelivery, run};
-use crate::domain::NormalisedEvent;
+use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
 use crate::store::{Store, StoreError, WriteTx};
 
@@ -72,6 +72,7 @@ pub(super) struct Work {
     pub signature_headers: Option<String>,
     pub signed_at: Option<i64>,
     pub signed_event_id: Option<String>,
+    pub origin: Origin,
 }
 
 impl Job {
@@ -104,6 +105,7 @@ pub(super) async fn submit(
         signature_headers: raw.signature_headers.map(str::to_owned),
         signed_at: raw.signed_at,
         signed_event_id: raw.signed_event_id.map(str::to_owned),
+        origin: raw.origin,
     };
     jobs.send(Job { work, reply }).await.map_err(|_| gone())?;
     // Dropped unanswered only if the writer is gone.
@@ -231,6 +233,7 @@ async fn run_all(
             signature_headers: work.signature_headers.as_deref(),
             signed_at: work.signed_at,
             signed_event_id: work.signed_event_id.as_deref(),
+            origin: work.origin,
         };
         let mut outcomes = Vec::with_capacity(work.events.len());
         for event in &work.events {

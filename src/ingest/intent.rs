@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::domain::{Basis, Movement, NormalisedEvent, Status};
+use crate::domain::{Basis, Movement, NormalisedEvent, Origin, Status};
 use crate::source::Source;
 use crate::store::NewIntent;
 
@@ -23,6 +23,8 @@ pub struct RawDelivery<'a> {
     /// The event id the signature covered outside the body, where the
     /// scheme signs one.
     pub signed_event_id: Option<&'a str>,
+    /// A webhook's, or a reconcile run's (fetched from the provider).
+    pub origin: Origin,
 }
 
 /// Lowercase hex SHA-256: how payloads are fingerprinted for conflicts.
@@ -56,6 +58,7 @@ pub(super) fn new_intent<'a>(
         signature_headers: raw.signature_headers,
         signed_at: raw.signed_at,
         signed_event_id: raw.signed_event_id,
+        origin: raw.origin,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

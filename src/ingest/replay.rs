@@ -88,9 +88,7 @@ pub async fn rekey(
     match rekey_once(store, replay, original).await {
         // Once, as for a delivery: the racing insert of the key has
         // committed (see the error's doc), so the key is found stored.
-        Err(error) if error.lost_first_delivery_race() => {
-            rekey_once(store, replay, original).await
-        }
+        Err(error) if error.lost_first_delivery_race() => rekey_once(store, replay, original).await,
         answer => answer,
     }
 }

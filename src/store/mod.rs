@@ -14,6 +14,7 @@ mod outbox;
 #[cfg(test)]
 mod plans;
 mod read;
+mod reconcile;
 mod retention;
 mod rows;
 mod write;
@@ -35,6 +36,7 @@ pub use outbox::{
     Replay, Tidied,
 };
 pub use read::EventFilter;
+pub use reconcile::{Lease, ReconcileRun, RunEnd};
 pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,
 };

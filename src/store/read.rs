@@ -7,14 +7,14 @@ use chrono::{DateTime, Timelike, Utc};
 
 use super::rows::{AuditRow, BalanceRow, EventDetailRow, EventRow, LedgerEntryRow};
 use super::{Store, StoreError, on_pool};
-use crate::domain::Status;
+use crate::domain::{Origin, Status};
 
 /// The columns of [`EventRow`], as a literal so queries stay `&'static str`.
 macro_rules! event_columns {
     () => {
         "intent_id, source, scope, event_id, event_type, status, reason, account_id, currency, \
          amount_minor, object_id, payment_ref, event_sequence as sequence, occurred_at, \
-         deliveries, conflicts, payload_sha256, first_received_at, last_received_at, late"
+         deliveries, conflicts, payload_sha256, first_received_at, last_received_at, late, origin"
     };
 }
 
@@ -122,6 +122,8 @@ pub struct EventFilter {
     pub event_type: Option<String>,
     /// The provider's event id, exactly.
     pub event_id: Option<String>,
+    /// Delivered by webhook, or found by a reconcile run.
+    pub origin: Option<Origin>,
     /// First received at or after this (whole seconds: SQLite compares the
     /// stored RFC 3339 text, exact at that precision).
     pub received_from: Option<DateTime<Utc>>,
@@ -142,6 +144,7 @@ fn list_events_sql(filter: &EventFilter) -> String {
         ("account_id = ", filter.account_id.is_some()),
         ("event_type = ", filter.event_type.is_some()),
         ("event_id = ", filter.event_id.is_some()),
+        ("origin = ", filter.origin.is_some()),
         ("first_received_at >= ", filter.received_from.is_some()),
         ("first_received_at < ", filter.received_before.is_some()),
         ("intent_id < ", filter.before.is_some()),
@@ -176,6 +179,7 @@ impl Store {
                 filter.account_id.as_deref(),
                 filter.event_type.as_deref(),
                 filter.event_id.as_deref(),
+                filter.origin.map(Origin::as_str),
             ]
             .into_iter()
             .flatten()

@@ -54,6 +54,9 @@ pub struct EventRow {
     pub last_received_at: DateTime<Utc>,
     /// Arrived below its account's sequence guard (applied late or stale).
     pub late: bool,
+    /// `webhook`, or `reconcile` for an event fetched from the provider's
+    /// records.
+    pub origin: String,
 }
 
 /// An event with its raw payload, for the detail view.

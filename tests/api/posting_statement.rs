@@ -4,7 +4,7 @@
 //! backend, both ways must write the same rows.
 
 use chrono::{TimeZone, Utc};
-use hookledger::domain::{MessageType, Status};
+use hookledger::domain::{MessageType, Origin, Status};
 use hookledger::store::{IntentUpsert, NewIntent, NewPosting, Store};
 use serde_json::Value;
 
@@ -37,6 +37,7 @@ pub(crate) fn applied_intent<'a>(
         signature_headers: None,
         signed_at: None,
         signed_event_id: None,
+        origin: Origin::Webhook,
         payment_ref: None,
         reversal: None,
         reversal_total: None,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::admin::input::page_size;
 use crate::admin::target::plain_id;
-use crate::domain::Status;
+use crate::domain::{Origin, Status};
 use crate::http::ApiError;
 use crate::store::EventFilter;
 
@@ -22,6 +22,8 @@ pub struct EventsQuery {
     pub event_type: Option<String>,
     /// The provider's event id, exactly.
     pub id: Option<String>,
+    /// `webhook` or `reconcile`.
+    pub origin: Option<String>,
     /// First received on or after: `YYYY-MM-DD` (UTC) or RFC 3339.
     pub from: Option<String>,
     /// First received on or before this day (`YYYY-MM-DD`, the whole day),
@@ -44,12 +46,16 @@ impl EventsQuery {
                     .map_err(|e| ApiError::BadRequest(e.to_string()))
             })
             .transpose()?;
+        let origin = text(&self.origin, "origin")?
+            .map(|s| s.parse::<Origin>().map_err(ApiError::BadRequest))
+            .transpose()?;
         Ok(EventFilter {
             source: text(&self.source, "source")?,
             status,
             account_id: text(&self.account, "account")?,
             event_type: text(&self.event_type, "type")?,
             event_id: text(&self.id, "id")?,
+            origin,
             received_from: text(&self.from, "from")?
                 .map(|v| instant(&v, "from", false))
                 .transpose()?,
@@ -93,6 +99,7 @@ pub struct Shown {
     pub account: String,
     pub event_type: String,
     pub id: String,
+    pub origin: String,
     pub from: String,
     pub to: String,
 }
@@ -106,6 +113,7 @@ impl Shown {
             account: value(&query.account),
             event_type: value(&query.event_type),
             id: value(&query.id),
+            origin: value(&query.origin),
             from: value(&query.from),
             to: value(&query.to),
         }
@@ -119,6 +127,7 @@ impl Shown {
             ("account", &self.account),
             ("type", &self.event_type),
             ("id", &self.id),
+            ("origin", &self.origin),
             ("from", &self.from),
             ("to", &self.to),
         ]

@@ -25,7 +25,7 @@ use super::render::{Flash, csrf_for, html, see_other};
 use super::target::{EventRef, event_href};
 use super::view::{AuditView, EventView};
 use crate::context::Context;
-use crate::domain::Status;
+use crate::domain::{Origin, Status};
 use crate::http::{ApiError, read_limited};
 use crate::operator::Action;
 use crate::store::{AuditRow, EventDetailRow};
@@ -39,6 +39,7 @@ struct EventsPage {
     csrf: String,
     sources: Vec<String>,
     statuses: Vec<&'static str>,
+    origins: Vec<&'static str>,
     /// The filters as given, to fill the form again.
     query: Shown,
     events: Vec<EventView>,
@@ -79,6 +80,7 @@ pub async fn events_page(
         csrf: csrf_for(&admin, &context),
         sources,
         statuses: Status::ALL.iter().map(|s| s.as_str()).collect(),
+        origins: Origin::ALL.iter().map(|o| o.as_str()).collect(),
         query: shown,
         events: rows.into_iter().map(EventView::from).collect(),
         older_href,

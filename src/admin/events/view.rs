@@ -98,6 +98,7 @@ impl EventDetailView {
         });
         let event = row.event;
         let mut fields = vec![
+            ("Origin", origin(&event.origin)),
             ("Sequence", optional(event.sequence.map(|s| s.to_string()))),
             ("Scope", event.scope.clone()),
             ("Object id", optional(event.object_id.clone())),
@@ -274,5 +275,15 @@ fn payload(row: &EventDetailRow) -> (String, Option<String>) {
             ),
             None,
         ),
+    }
+}
+
+/// Where the event came from, for people.
+fn origin(origin: &str) -> String {
+    match origin {
+        "reconcile" => {
+            "reconcile: fetched from the provider's API (its webhook never arrived)".into()
+        }
+        _ => "webhook".into(),
     }
 }

@@ -97,6 +97,7 @@ pub async fn run(
                     signature_headers: ready.signature_headers.as_deref(),
                     signed_at: ready.signed_at,
                     signed_event_id: ready.signed_event_id.as_deref(),
+                    origin: crate::domain::Origin::Webhook,
                 };
                 let began = Instant::now();
                 let outcomes = loop {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::super::rows::{self, IntentUpsertRow};
 use super::{StoreError, WriteTx};
-use crate::domain::Status;
+use crate::domain::{Origin, Status};
 
 /// A new intent row, with the status it gets if it is the first delivery.
 pub struct NewIntent<'a> {
@@ -33,6 +33,8 @@ pub struct NewIntent<'a> {
     pub signed_at: Option<i64>,
     /// The event id its signature covered outside the body.
     pub signed_event_id: Option<&'a str>,
+    /// A webhook's, or fetched by a reconcile run.
+    pub origin: Origin,
     /// The provider payment this event credits (`reversal` none) or
     /// reverses.
     pub payment_ref: Option<&'a str>,
@@ -76,21 +78,25 @@ pub struct Claimed {
 /// overwritten. One statement answers both cases: `deliveries` is 1 only on
 /// the insert path, since the update path always increments it.
 /// The key is (scope, event_id): a source of the same scope that recorded
-/// the event first owns the row, and this delivery counts on it.
+/// the event first owns the row, and this delivery counts on it. A row a
+/// reconcile run stored holds the provider API's rendering of the event, so
+/// a webhook's body for it differs as bytes: that is no conflict.
 /// Race-free: PostgreSQL makes a concurrent insert of the same key wait for
 /// the first transaction, then take the update path; SQLite runs one writer.
 pub(in crate::store) const INSERT_INTENT: &str = "
 insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
     payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
-    reversal_total, undoes, partial, signature_headers, signed_at, signed_event_id)
+    reversal_total, undoes, partial, signature_headers, signed_at, signed_event_id, origin)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, $13, $14, $15, $15, $16, $17,
-    $18, $19, $20, $21, $22, $23)
+    $18, $19, $20, $21, $22, $23, $24)
 on conflict (scope, event_id) do update
 set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
-        + case when intents.payload_sha256 = excluded.payload_sha256 then 0 else 1 end,
+        + case when intents.payload_sha256 = excluded.payload_sha256
+            or intents.origin = 'reconcile' or excluded.origin = 'reconcile' then 0 else 1 end,
     conflict_sha256 = case when intents.payload_sha256 = excluded.payload_sha256
+            or intents.origin = 'reconcile' or excluded.origin = 'reconcile'
         then intents.conflict_sha256 else excluded.payload_sha256 end,
     last_received_at = excluded.last_received_at
 returning intent_id, status, deliveries, payload_sha256";
@@ -140,6 +146,7 @@ impl WriteTx {
             .bind(new.signature_headers)
             .bind(new.signed_at)
             .bind(new.signed_event_id)
+            .bind(new.origin.as_str())
             .fetch_one(conn)
             .await)?;
         Ok(if row.deliveries == 1 {

@@ -20,6 +20,7 @@ pub mod operator;
 pub mod outbox;
 pub mod providers;
 pub mod receive;
+pub mod reconcile;
 pub mod replay;
 pub mod rng;
 pub mod secret;

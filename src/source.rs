@@ -1,10 +1,11 @@
 //! A configured source at run time: its provider, keys and policies.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::domain::{NegativeBalance, OrderingPolicy, SourceName};
 use crate::providers::{KindSettings, Mapping, Provider};
-use crate::secret::KeyBytes;
+use crate::secret::{KeyBytes, Secret};
 
 pub struct Source {
     pub name: SourceName,
@@ -27,6 +28,22 @@ pub struct Source {
     pub settings: KindSettings,
     pub ordering: OrderingPolicy,
     pub mapping: Mapping,
+    /// Reading the provider's own records for events whose webhook never
+    /// arrived (`[sources.reconcile]`), if configured.
+    pub reconcile: Option<Reconcile>,
+}
+
+/// How a source reconciles: the API key that reads the provider's
+/// records (never shown: `Secret`), where, how often and how far back.
+#[derive(Debug)]
+pub struct Reconcile {
+    pub api_key: Secret,
+    /// `https://api.stripe.com`, or a loopback fake.
+    pub api_base: String,
+    /// The sweep inside `serve`; `None`: only on demand.
+    pub interval: Option<Duration>,
+    /// How far back a first run reads.
+    pub lookback: Duration,
 }
 
 impl fmt::Debug for Source {
@@ -40,6 +57,7 @@ impl fmt::Debug for Source {
             .field("ordering", &self.ordering)
             .field("account_path", &self.mapping.account_path.as_str())
             .field("negative_balance", &self.negative_balance)
+            .field("reconcile", &self.reconcile)
             .finish()
     }
 }

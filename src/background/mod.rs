@@ -5,6 +5,7 @@
 
 mod drain;
 mod invariants;
+mod reconcile;
 pub mod retention;
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ impl Background {
             log_summaries(context.clone(), log_summary),
             invariants::spawn(context.clone()),
         ];
+        tasks.extend(reconcile::spawn(&context));
         tasks.extend(retention::spawn(context, retention));
         Self { tasks }
     }

@@ -17,6 +17,8 @@ pub enum CliError {
     Violations(usize),
     #[error("{0}")]
     Check(crate::store::StoreError),
+    #[error("reconcile: {0}")]
+    Reconcile(String),
 }
 
 impl From<ConfigError> for CliError {

@@ -9,6 +9,7 @@ mod error;
 mod init;
 mod outbox;
 mod outbox_move;
+mod reconcile;
 mod replay;
 mod send;
 mod sign;
@@ -75,6 +76,10 @@ pub enum Command {
     /// --source and --event-id, or every one by --status. An applied event
     /// stays applied; each replay is audited.
     Replay(Box<replay::ReplayArgs>),
+    /// Find, in the provider's own records, the events whose webhook never
+    /// arrived, and apply them once (README "When a webhook never
+    /// arrives"): one run of one source with [sources.reconcile].
+    Reconcile(Box<reconcile::ReconcileArgs>),
     /// One account: its balances, every event for it, and its ledger.
     Accounts {
         /// The account id, as the provider sends it.
@@ -124,6 +129,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Check => check(load(&cli.config)?).await,
         Command::Events(args) => views::events(load(&cli.config)?, args).await,
         Command::Replay(args) => replay::run(load(&cli.config)?, *args).await,
+        Command::Reconcile(args) => reconcile::run(load(&cli.config)?, *args).await,
         Command::Accounts { account } => views::account(load(&cli.config)?, account).await,
         Command::Backup { path } => {
             let config = load(&cli.config)?;

@@ -14,6 +14,7 @@ mod mapping;
 mod ordering;
 mod payments;
 mod raw;
+mod reconcile;
 mod scopes;
 mod secrets;
 mod settings;
@@ -97,3 +98,5 @@ mod tests;
 mod tests_payments;
 #[cfg(test)]
 mod tests_problems;
+#[cfg(test)]
+mod tests_reconcile;

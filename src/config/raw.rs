@@ -135,6 +135,20 @@ pub struct RawSource {
     pub id_header: Option<String>,
     pub event_id_path: Option<String>,
     pub type_path: Option<String>,
+    /// Reading the provider's own records for events whose webhook never
+    /// arrived (`[sources.reconcile]`).
+    pub reconcile: Option<RawReconcile>,
+}
+
+/// `[sources.reconcile]`: the provider API key that reads its records, and
+/// how often and how far back.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReconcile {
+    pub api_key: String,
+    pub api_base: Option<String>,
+    pub interval_secs: Option<u64>,
+    pub lookback_secs: Option<u64>,
 }
 
 /// `on_stale = "hold"` (both effects, as in the core) or

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use super::error::{Problems, in_range};
 use super::raw::RawSource;
-use super::{ConfigError, Env, keys, mapping, ordering, scopes};
+use super::{ConfigError, Env, keys, mapping, ordering, reconcile, scopes};
 use crate::domain::SourceName;
 use crate::providers::provider_for;
 use crate::source::Source;
@@ -82,6 +82,12 @@ fn build_source(
         .as_ref()
         .and_then(|ordering| problems.take(mapping::negative_balance(&raw, ordering.mode, key)));
     let settings = problems.take(mapping::settings(&raw, provider, key));
+    let reconcile = problems.take(reconcile::reconcile(
+        raw.reconcile.as_ref(),
+        provider,
+        env,
+        key,
+    ));
     problems.into_result()?;
     let (
         Some((keys, key_secrets)),
@@ -116,6 +122,7 @@ fn build_source(
         settings,
         ordering,
         mapping,
+        reconcile: reconcile.flatten(),
     })
 }
 

@@ -6,11 +6,13 @@
 use actix_web::http::header::{CACHE_CONTROL, HeaderValue};
 use actix_web::web::Data;
 use actix_web::{HttpRequest, HttpResponse};
+use chrono::{DateTime, TimeDelta};
 
 use super::ApiError;
 use super::token::{bearer_token, check_metrics_token};
 use crate::context::Context;
-use crate::telemetry::prometheus::{self, Scrape};
+use crate::reconcile::feed_for;
+use crate::telemetry::prometheus::{self, ReconcileFigures, Scrape};
 
 pub async fn metrics(
     context: Data<Context>,
@@ -36,10 +38,39 @@ pub async fn metrics(
             .invariants
             .last()
             .map(|check| (check.at, check.outcome.ok().map(|v| v.len()))),
+        reconcile: reconcile_figures(&context).await?,
     };
     let text = prometheus::render(&context.metrics, &scrape).map_err(|_| ApiError::Internal)?;
     Ok(HttpResponse::Ok()
         .content_type(prometheus::CONTENT_TYPE)
         .insert_header((CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .body(text))
+}
+
+/// Each reconciling source's last complete run (any instance's) and its
+/// provider's retention.
+async fn reconcile_figures(context: &Context) -> Result<Vec<ReconcileFigures>, ApiError> {
+    let mut reconciling: Vec<_> = context
+        .sources
+        .values()
+        .filter(|source| source.reconcile.is_some())
+        .filter_map(|source| Some((source.name.as_str(), feed_for(source.provider.kind())?)))
+        .collect();
+    if reconciling.is_empty() {
+        return Ok(Vec::new());
+    }
+    reconciling.sort_by_key(|(name, _)| *name);
+    let runs = context.store.reconcile_runs().await?;
+    Ok(reconciling
+        .into_iter()
+        .map(|(name, feed)| ReconcileFigures {
+            source: name.to_owned(),
+            last_success: runs
+                .iter()
+                .find(|run| run.source == name)
+                .and_then(|run| run.last_success_ms)
+                .and_then(DateTime::from_timestamp_millis),
+            retention: TimeDelta::from_std(feed.retention()).unwrap_or(TimeDelta::MAX),
+        })
+        .collect())
 }

@@ -66,7 +66,7 @@ impl Ingestor {
 }
 
 /// One transaction for the delivery.
-async fn ingest_direct(
+pub async fn ingest_direct(
     store: &Store,
     source: &Source,
     events: &[NormalisedEvent],

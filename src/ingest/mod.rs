@@ -55,7 +55,7 @@ use posted::Posted;
 
 pub use backlog::DrainSignal;
 pub use group_commit::GROUP_MAX;
-pub use ingestor::Ingestor;
+pub use ingestor::{Ingestor, ingest_direct};
 pub use intent::{RawDelivery, sha256_hex};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};
 pub use outcome::Outcome;

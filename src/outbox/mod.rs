@@ -143,9 +143,9 @@ impl Relays {
     }
 }
 
-/// Names this process's leases: host, process id and a random part, so two
-/// processes never share a name.
-fn owner_name() -> String {
+/// Names this process's leases (the outbox's, a reconcile run's): host,
+/// process id and a random part, so two processes never share a name.
+pub fn owner_name() -> String {
     let mut bytes = [0u8; 4];
     let _ = getrandom::fill(&mut bytes);
     let host = std::fs::read_to_string("/etc/hostname")

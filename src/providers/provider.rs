@@ -52,6 +52,13 @@ pub trait Provider: Sync + 'static {
         false
     }
 
+    /// The provider API a source of this kind reconciles against by default
+    /// (README "When a webhook never arrives"); `None` for a kind with no
+    /// reconcile yet.
+    fn reconcile_api(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the kind verifies with certificates configured per source
     /// (`certificates`, PEM files) instead of shared secrets (PayPal).
     fn verifies_with_certificates(&self) -> bool {

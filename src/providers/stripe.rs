@@ -232,6 +232,10 @@ impl Provider for Stripe {
         true
     }
 
+    fn reconcile_api(&self) -> Option<&'static str> {
+        Some("https://api.stripe.com")
+    }
+
     fn rules(&self) -> &'static [Rule] {
         RULES
     }

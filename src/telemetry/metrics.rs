@@ -43,6 +43,10 @@ pub struct Counters {
     pub sign_in: BTreeMap<String, u64>,
     /// `GET /metrics` with a wrong or no token: `failed`, `throttled`.
     pub metrics_auth: BTreeMap<String, u64>,
+    /// source -> events a reconcile run recovered (`recovered`) and runs
+    /// that stopped, by reason (`refused`, `network`, `rate_limited`,
+    /// `malformed`, `provider_error`, `busy`, `database`).
+    pub reconcile: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 fn bump(map: &mut BTreeMap<String, BTreeMap<String, u64>>, source: &str, key: &str, by: u64) {
@@ -77,6 +81,15 @@ impl Metrics {
 
     pub fn sign_in(&self, outcome: &str) {
         *self.lock().sign_in.entry(outcome.to_owned()).or_default() += 1;
+    }
+
+    /// A reconcile run of `source`: what it recovered, or why it stopped.
+    pub fn reconcile(&self, source: &str, outcome: Result<u64, &str>) {
+        let mut counters = self.lock();
+        match outcome {
+            Ok(recovered) => bump(&mut counters.reconcile, source, "recovered", recovered),
+            Err(reason) => bump(&mut counters.reconcile, source, reason, 1),
+        }
     }
 
     pub fn metrics_auth(&self, outcome: &str) {

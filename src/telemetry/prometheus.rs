@@ -31,6 +31,19 @@ pub struct Scrape {
     /// The latest invariant check: when, and how many violations (`None`:
     /// it could not run).
     pub invariants: Option<(DateTime<Utc>, Option<usize>)>,
+    /// One per source that reconciles.
+    pub reconcile: Vec<ReconcileFigures>,
+}
+
+/// A reconciling source's state at scrape time.
+#[derive(Debug, Clone)]
+pub struct ReconcileFigures {
+    pub source: String,
+    /// The last run that completed.
+    pub last_success: Option<DateTime<Utc>>,
+    /// The provider's retention (Stripe: 30 days): what is older than that
+    /// before the cursor can no longer be read.
+    pub retention: chrono::TimeDelta,
 }
 
 /// The whole exposition.
@@ -42,6 +55,7 @@ pub fn render(metrics: &Metrics, scrape: &Scrape) -> Result<String, std::fmt::Er
     outbox(&mut registry, metrics, scrape);
     pool(&mut registry, scrape.pool);
     invariants(&mut registry, scrape);
+    reconcile(&mut registry, metrics, scrape);
     let mut text = String::new();
     prometheus_text::encode(&mut text, &registry)?;
     Ok(text)
@@ -270,4 +284,57 @@ fn invariants(registry: &mut Registry, scrape: &Scrape) {
 
 fn age_secs(now: DateTime<Utc>, at: DateTime<Utc>) -> i64 {
     (now - at).num_seconds().max(0)
+}
+
+/// Reconcile: what runs recovered and why they stopped (counters, from
+/// this process), and per source the last complete run and how much of the
+/// provider's retention window is left before events missed since then
+/// can no longer be read (from the database: any instance's runs).
+fn reconcile(registry: &mut Registry, metrics: &Metrics, scrape: &Scrape) {
+    let counts = metrics.snapshot();
+    let recovered = Family::<Labels, Counter>::default();
+    let errors = Family::<Labels, Counter>::default();
+    for (source, by_key) in &counts.reconcile {
+        for (key, count) in by_key {
+            match key.as_str() {
+                "recovered" => recovered.get_or_create(&vec![("source", source.clone())]),
+                reason => errors.get_or_create(&vec![
+                    ("source", source.clone()),
+                    ("reason", reason.to_owned()),
+                ]),
+            }
+            .inc_by(*count);
+        }
+    }
+    registry.register(
+        "hookledger_reconcile_recovered",
+        "Events a reconcile run found in the provider's records and stored, by source",
+        recovered,
+    );
+    registry.register(
+        "hookledger_reconcile_errors",
+        "Reconcile runs that stopped, by source and reason",
+        errors,
+    );
+    let labels = |figures: &ReconcileFigures| vec![("source", figures.source.clone())];
+    gauges(
+        registry,
+        "hookledger_reconcile_last_success_timestamp_seconds",
+        "When the last complete reconcile run of the source started (0: never)",
+        scrape.reconcile.iter().map(|figures| {
+            let at = figures.last_success.map_or(0, |at| at.timestamp());
+            (labels(figures), at)
+        }),
+    );
+    gauges(
+        registry,
+        "hookledger_reconcile_window_left_seconds",
+        "How long until events missed since the last complete run leave the provider's records",
+        scrape.reconcile.iter().map(|figures| {
+            let left = figures.last_success.map_or(0, |at| {
+                (at + figures.retention - scrape.now).num_seconds().max(0)
+            });
+            (labels(figures), left)
+        }),
+    );
 }

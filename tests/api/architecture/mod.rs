@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("admin", &["admin"]),
     ("http", &["http"]),
     ("app state", &["context"]),
-    ("operator", &["operator", "replay"]),
+    ("operator", &["operator", "replay", "reconcile"]),
     (
         "use case",
         &["receive", "ingest", "ledger_check", "failures", "session"],

@@ -1,0 +1,121 @@
+//! `[sources.reconcile]`: reading the provider's own records for events
+//! whose webhook never arrived (README "When a webhook never arrives").
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::raw::RawReconcile;
+use super::secrets::resolve_secret;
+use super::{ConfigError, Env};
+use crate::providers::Provider;
+use crate::source::Reconcile;
+
+/// The sweep inside `serve`, by default every 10 minutes.
+const DEFAULT_INTERVAL_SECS: u64 = 600;
+/// How far back a first run reads by default: Stripe's retries last 3 days.
+const DEFAULT_LOOKBACK_SECS: u64 = 3 * 24 * 3600;
+/// The longest look back: Stripe keeps events 30 days.
+const MAX_LOOKBACK_SECS: u64 = 30 * 24 * 3600;
+
+pub(super) fn reconcile(
+    raw: Option<&RawReconcile>,
+    provider: &dyn Provider,
+    env: Env<'_>,
+    key: &str,
+) -> Result<Option<Reconcile>, ConfigError> {
+    let Some(raw) = raw else { return Ok(None) };
+    let key = format!("{key}.reconcile");
+    let Some(default_base) = provider.reconcile_api() else {
+        return Err(ConfigError::new(
+            key,
+            format!(
+                "kind {} has no reconcile yet (README \"When a webhook never arrives\" says \
+                 which kinds do)",
+                provider.kind()
+            ),
+        ));
+    };
+    let api_key = resolve_secret(&raw.api_key, env, &format!("{key}.api_key"))?;
+    let api_base = raw.api_base.as_deref().unwrap_or(default_base);
+    let api_base = checked_base(api_base)
+        .map_err(|e| ConfigError::new(format!("{key}.api_base"), e))?
+        .to_owned();
+    let interval = match raw.interval_secs.unwrap_or(DEFAULT_INTERVAL_SECS) {
+        0 => None,
+        secs => Some(Duration::from_secs(secs)),
+    };
+    let lookback = raw.lookback_secs.unwrap_or(DEFAULT_LOOKBACK_SECS);
+    if !(60..=MAX_LOOKBACK_SECS).contains(&lookback) {
+        return Err(ConfigError::new(
+            format!("{key}.lookback_secs"),
+            format!("must be 60 to {MAX_LOOKBACK_SECS} (30 days, what the provider keeps)"),
+        ));
+    }
+    Ok(Some(Reconcile {
+        api_key,
+        api_base,
+        interval,
+        lookback: Duration::from_secs(lookback),
+    }))
+}
+
+/// An API base: `https://host[:port]`, or `http://` only to a loopback
+/// address (tests, local fakes), never with a path, query or credentials.
+fn checked_base(base: &str) -> Result<&str, String> {
+    let base = base.trim_end_matches('/');
+    let (secure, rest) = match (base.strip_prefix("https://"), base.strip_prefix("http://")) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        (None, None) => return Err("must start with https://".into()),
+    };
+    if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        return Err(
+            "must be a scheme and host (and port) only, like https://api.stripe.com".into(),
+        );
+    }
+    if !secure && !loopback(rest) {
+        return Err(
+            "http:// only to a loopback address (127.0.0.1, [::1], localhost); use https://".into(),
+        );
+    }
+    Ok(base)
+}
+
+/// Whether `authority` (`host[:port]`) names this machine.
+fn loopback(authority: &str) -> bool {
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checked_base;
+
+    #[test]
+    fn an_api_base_is_https_or_a_loopback_http() {
+        for good in [
+            "https://api.stripe.com",
+            "https://api.stripe.com/",
+            "http://127.0.0.1:8420",
+            "http://[::1]:8420",
+            "http://localhost:8420",
+        ] {
+            assert!(checked_base(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "http://api.stripe.com",
+            "http://10.0.0.1:8420",
+            "ftp://api.stripe.com",
+            "https://api.stripe.com/v1",
+            "https://user:pw@api.stripe.com",
+            "https://",
+            "api.stripe.com",
+            "http://127.0.0.1.example.com",
+        ] {
+            assert!(checked_base(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `[sources.reconcile]`: taken by the kinds with a feed, its key from the
+//! environment and never shown, every problem named by its key.
+
+use std::time::Duration;
+
+use super::tests::parse;
+
+const STRIPE: &str = "[[sources]]\nname = \"st\"\nkind = \"stripe\"\nsecrets = [\"whsec_abc\"]\n";
+
+/// The one problem of the config, as `key: message`.
+fn problem(text: &str, env: &[(&str, &str)]) -> String {
+    let error = parse(text, env).unwrap_err();
+    let all: Vec<_> = error
+        .all()
+        .map(|e| format!("{}: {}", e.key, e.message))
+        .collect();
+    assert_eq!(all.len(), 1, "{all:?}");
+    all[0].clone()
+}
+
+#[test]
+fn a_stripe_source_reconciles_with_the_kinds_defaults_and_its_key_unseen() {
+    let text = format!("{STRIPE}[sources.reconcile]\napi_key = \"env:STRIPE_KEY\"\n");
+    let config = parse(&text, &[("STRIPE_KEY", "rk_live_readonly_0123456789")]).unwrap();
+    let reconcile = config.sources[0].reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.api_key.expose(), "rk_live_readonly_0123456789");
+    assert_eq!(reconcile.api_base, "https://api.stripe.com");
+    assert_eq!(reconcile.interval, Some(Duration::from_secs(600)));
+    assert_eq!(reconcile.lookback, Duration::from_secs(259_200));
+    let shown = format!("{:?}", config.sources[0]);
+    assert!(!shown.contains("rk_live"), "{shown}");
+    let on_demand = format!("{text}interval_secs = 0\n");
+    let config = parse(&on_demand, &[("STRIPE_KEY", "rk_x")]).unwrap();
+    assert_eq!(config.sources[0].reconcile.as_ref().unwrap().interval, None);
+}
+
+#[test]
+fn what_reconcile_refuses_is_named_by_its_key() {
+    let with = |lines: &str| format!("{STRIPE}[sources.reconcile]\napi_key = \"rk\"\n{lines}");
+    for (text, said) in [
+        (
+            "[[sources]]\nname = \"sw\"\nkind = \"standard-webhooks\"\nsecrets = [\"whsec_YWJj\"]\n\
+             [sources.reconcile]\napi_key = \"rk\"\n"
+                .to_owned(),
+            "sources[sw].reconcile: kind standard-webhooks has no reconcile yet",
+        ),
+        (with("lookback_secs = 10\n"), "sources[st].reconcile.lookback_secs: must be 60 to"),
+        (
+            with("api_base = \"http://api.example.com\"\n"),
+            "sources[st].reconcile.api_base: http:// only to a loopback address",
+        ),
+        (
+            format!("{STRIPE}[sources.reconcile]\napi_key = \"env:MISSING\"\n"),
+            "sources[st].reconcile.api_key:",
+        ),
+    ] {
+        let said_now = problem(&text, &[]);
+        assert!(said_now.starts_with(said), "{said_now}");
+    }
+    let unknown = parse(&with("every = 5\n"), &[]).unwrap_err().to_string();
+    assert!(unknown.contains("every"), "{unknown}");
+}

@@ -1,0 +1,17 @@
+//! Reconcile (README "When a webhook never arrives"): a payment whose
+//! webhook never arrived (the endpoint down past the provider's retries, a
+//! secret rotated wrong, the event never generated) is found in the
+//! provider's own records and credited once. A run reads the provider's
+//! events (`feed`, one file per provider) over its API (`api`) and pushes
+//! each the source maps through the same ingest as a webhook delivery
+//! (`run`): what is stored already is a duplicate, what is not is
+//! recovered, with `origin = reconcile`.
+
+mod api;
+mod feed;
+mod run;
+mod stripe;
+
+pub use api::ApiError;
+pub use feed::feed_for;
+pub use run::{OVERLAP, ReconcileError, Request, Summary, run};

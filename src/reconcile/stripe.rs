@@ -1,0 +1,110 @@
+//! Stripe's record of events: `GET /v1/events` with `created[gte]` and
+//! `starting_after` paging, 100 a page (the parameters both Stripe and
+//! localstripe accept; Stripe lists newest first, and `starting_after` the
+//! last id of a page goes on from there whichever way a fake lists). Each
+//! item is the event object a webhook delivers, so it is mapped exactly as
+//! a delivery of it is. Stripe keeps events 30 days; its read limit is 100
+//! requests a second in live mode and 25 in test mode, of which a run
+//! takes 2 (a tenth of test mode's, rounded down). Sources:
+//! ../shared/providers.md 6.1 and Stripe's API reference, "List all
+//! events".
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::api::{Api, ApiError};
+use super::feed::{Feed, Page, PageFuture};
+
+pub struct Stripe;
+
+const PAGE_SIZE: u32 = 100;
+
+impl Feed for Stripe {
+    fn requests_per_second(&self) -> u32 {
+        2
+    }
+
+    fn retention(&self) -> Duration {
+        Duration::from_secs(30 * 24 * 3600)
+    }
+
+    fn page<'a>(&'a self, api: &'a Api, from_secs: i64, after: Option<&'a str>) -> PageFuture<'a> {
+        Box::pin(async move {
+            let mut query = vec![
+                ("limit", PAGE_SIZE.to_string()),
+                ("created[gte]", from_secs.to_string()),
+            ];
+            if let Some(after) = after {
+                query.push(("starting_after", after.to_owned()));
+            }
+            let answer = api.get("/v1/events", &query).await?;
+            page(answer)
+        })
+    }
+}
+
+/// A list answer: `data` (events, each with a string `id` and `type` and
+/// an integer `created`) and `has_more`.
+fn page(answer: Value) -> Result<Page, ApiError> {
+    let malformed = |what: String| ApiError::Malformed(what);
+    let has_more = answer
+        .get("has_more")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| malformed("has_more is not true or false".into()))?;
+    let Some(Value::Array(items)) = answer.get("data").cloned() else {
+        return Err(malformed("data is not a list".into()));
+    };
+    let mut events = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let id = item.get("id").and_then(Value::as_str);
+        let created = item.get("created").and_then(Value::as_i64);
+        let typed = item.get("type").and_then(Value::as_str).is_some();
+        let (Some(id), Some(created), true) = (id, created, typed) else {
+            return Err(malformed(format!(
+                "data[{i}] lacks a string id and type or an integer created"
+            )));
+        };
+        events.push((created, id.to_owned(), item));
+    }
+    let next = match (has_more, events.last()) {
+        (true, Some((_, id, _))) => Some(id.clone()),
+        (true, None) => return Err(malformed("has_more with an empty page".into())),
+        (false, _) => None,
+    };
+    Ok(Page { events, next })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::page;
+
+    #[test]
+    fn a_page_names_its_next_cursor_and_each_event_its_time() {
+        let answer = json!({"object": "list", "has_more": true, "data": [
+            {"id": "evt_2", "type": "payment_intent.succeeded", "created": 20},
+            {"id": "evt_1", "type": "charge.succeeded", "created": 10},
+        ]});
+        let first = page(answer).unwrap();
+        assert_eq!(first.next.as_deref(), Some("evt_1"));
+        assert_eq!(first.events[0].0, 20);
+        assert_eq!(first.events[1].1, "evt_1");
+        let last = page(json!({"has_more": false, "data": []}));
+        assert!(last.unwrap().next.is_none());
+    }
+
+    #[test]
+    fn a_page_that_is_not_a_list_of_events_is_refused() {
+        for answer in [
+            json!({"data": []}),
+            json!({"has_more": false, "data": {}}),
+            json!({"has_more": false, "data": [{"id": "evt_1", "type": "x", "created": "10"}]}),
+            json!({"has_more": false, "data": [{"id": 7, "type": "x", "created": 10}]}),
+            json!({"has_more": true, "data": []}),
+        ] {
+            assert!(page(answer.clone()).is_err(), "{answer}");
+        }
+    }
+}

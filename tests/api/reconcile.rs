@@ -1,0 +1,282 @@
+//! Reconcile against a real third-party Stripe fake (`localstripe`): the
+//! payments made while hookledger never got their webhooks are found in
+//! Stripe's record of events by one `hookledger reconcile` run, or by the
+//! sweep inside `serve`, and credited once; a second run recovers nothing,
+//! and a webhook that arrives later is a duplicate.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::browser::{login, page};
+use crate::fixtures::signed;
+use crate::helpers::*;
+use crate::localstripe::{LocalStripe, free_port};
+use crate::process::run_with_config as cli;
+use crate::receiver::{Answer, Receiver};
+
+const SECRET: &str = "whsec_localstripe_secret";
+
+/// A Stripe source reading localstripe (whose PaymentIntents carry `amount`,
+/// not `amount_received`); its sweep every `interval` seconds (0: only on
+/// demand).
+fn source(api_base: &str, interval: u64) -> String {
+    format!(
+        r#"
+[[sources]]
+name = "ls"
+kind = "stripe"
+scope = "ls"
+secrets = ["{SECRET}"]
+amount_path = "data.object.amount"
+
+[sources.reconcile]
+api_key = "sk_test_hookledger"
+api_base = "{api_base}"
+interval_secs = {interval}
+"#
+    )
+}
+
+async fn app(backend: Backend, sources: &str) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        Options {
+            extra_sources: sources,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+/// A folder with a config for `app`'s database and `sources`.
+fn config_dir(app: &TestApp, sources: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hookledger.toml"),
+        format!(
+            "database_url = \"{}\"\ndata_dir = \"{}\"\n[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{sources}",
+            app.database_url,
+            dir.path().join("data").display()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// `hookledger reconcile --source ls --json`: its summary.
+fn reconcile(dir: &tempfile::TempDir) -> Value {
+    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls", "--json"]);
+    assert!(ok, "{out}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+async fn payments_missed_during_an_outage_are_credited_once(backend: Backend) {
+    let Some(stripe) = LocalStripe::start("reconcile::payments_missed_during_an_outage").await
+    else {
+        return;
+    };
+    // The endpoint is down: every webhook fails.
+    let down = format!("http://127.0.0.1:{}/webhooks/ls", free_port());
+    stripe.send_webhooks_to(&down, SECRET).await;
+    let sources = source(&stripe.base, 0);
+    let app = app(backend, &sources).await;
+    // More than two pages of Stripe's 100.
+    let paid = stripe.pay(205, "acct_ls", 1500);
+    assert_eq!(paid.len(), 205);
+    assert_eq!(app.balance("acct_ls", "USD").await, 0);
+
+    let dir = config_dir(&app, &sources);
+    let first = reconcile(&dir);
+    assert_eq!(first["source"], "ls");
+    assert_eq!(first["recovered"], 205, "{first}");
+    assert_eq!(first["statuses"], serde_json::json!({"applied": 205}));
+    assert_eq!(first["already_stored"], 0);
+    assert!(first["cursor"].is_string(), "{first}");
+    assert_eq!(app.balance("acct_ls", "USD").await, 205 * 1500);
+    let recovered = json_with_status(
+        app.admin_get("/admin/api/events?source=ls&origin=reconcile&limit=500")
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(recovered["events"].as_array().unwrap().len(), 205);
+    let webhooks = json_with_status(
+        app.admin_get("/admin/api/events?source=ls&origin=webhook")
+            .await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(webhooks["events"], serde_json::json!([]));
+
+    // Again: the overlap is read again, and nothing is applied twice.
+    let second = reconcile(&dir);
+    assert_eq!(second["recovered"], 0, "{second}");
+    assert_eq!(second["already_stored"], 205, "{second}");
+    // Stripe's webhook for one of them, late: a duplicate, and no
+    // conflict although its bytes are the webhook's, not the API's.
+    let event = stripe.events().await.swap_remove(0);
+    let request = signed("stripe", SECRET, &event, "");
+    let late = json_with_status(app.post_signed("ls", &request).await, StatusCode::OK).await;
+    assert_eq!(late["duplicate"], true, "{late}");
+    let stored = app.event("ls", event["id"].as_str().unwrap()).await;
+    assert_eq!(stored["origin"], "reconcile");
+    assert_eq!(stored["conflicts"], 0, "{stored}");
+    let cookie = login(&app).await;
+    let id = stored["event_id"].as_str().unwrap();
+    let html = page(&app, &format!("/admin/event?source=ls&id={id}"), &cookie).await;
+    assert!(
+        html.contains("Fetched from the provider's API over TLS"),
+        "{html}"
+    );
+    for (origin, lists) in [("reconcile", true), ("webhook", false)] {
+        let path = format!("/admin/events?origin={origin}&id={id}");
+        let listed = page(&app, &path, &cookie).await;
+        assert_eq!(listed.contains(&format!(">{id}</a>")), lists, "{listed}");
+    }
+    assert_eq!(app.balance("acct_ls", "USD").await, 205 * 1500);
+    app.assert_invariants().await;
+}
+
+async fn the_sweep_inside_serve_recovers_without_a_command(backend: Backend) {
+    let Some(stripe) = LocalStripe::start("reconcile::the_sweep_inside_serve").await else {
+        return;
+    };
+    let app = app(backend, &source(&stripe.base, 1)).await;
+    stripe.pay(3, "acct_sweep", 700);
+    let mut balance = 0;
+    for _ in 0..100 {
+        balance = app.balance("acct_sweep", "USD").await;
+        if balance == 2100 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(balance, 2100);
+    // Webhooks that do arrive are not credited again by the sweep.
+    stripe
+        .send_webhooks_to(&app.url("/webhooks/ls"), SECRET)
+        .await;
+    stripe.pay(2, "acct_sweep", 700);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(app.balance("acct_sweep", "USD").await, 3500);
+    app.assert_invariants().await;
+    // What the sweep did, in Prometheus: the three it found at least (the
+    // last two may have been found before their webhooks came), and the
+    // window left of Stripe's 30 days.
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |series: &str| -> i64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series))
+            .and_then(|rest| rest.trim().parse::<f64>().ok())
+            .map_or(-1, |v| v as i64)
+    };
+    let recovered = value(r#"hookledger_reconcile_recovered_total{source="ls"}"#);
+    assert!((3..=5).contains(&recovered), "{text}");
+    let now = chrono::Utc::now().timestamp();
+    let last = value(r#"hookledger_reconcile_last_success_timestamp_seconds{source="ls"}"#);
+    assert!((now - 60..=now + 60).contains(&last), "{text}");
+    let left = value(r#"hookledger_reconcile_window_left_seconds{source="ls"}"#);
+    assert!(left > 29 * 24 * 3600, "{text}");
+}
+
+async fn a_refused_key_is_said_with_the_source_and_fails_the_command(backend: Backend) {
+    // Stripe's answer to a revoked key.
+    let refusing = Receiver::start(&[], Answer::Status(401)).await;
+    let base = format!("http://127.0.0.1:{}", refusing.port);
+    let sources = source(&base, 0);
+    let app = app(backend, &sources).await;
+    let dir = config_dir(&app, &sources);
+    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("source ls: the provider refused the API key: HTTP 401"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("sk_test_hookledger"),
+        "the key is never shown: {out}"
+    );
+}
+
+/// Two instances never run one source's reconcile at once: the lease is
+/// taken in one conditional statement, lapses, and only its holder records
+/// the run's end and moves the cursor.
+async fn the_lease_keeps_two_runs_of_one_source_apart(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let store = app.store();
+    let lease = store
+        .take_reconcile_lease("ls", "a", 1_000, 500)
+        .await
+        .unwrap();
+    assert_eq!(lease.map(|l| l.read_through_ms), Some(None));
+    assert!(
+        store
+            .take_reconcile_lease("ls", "b", 1_400, 500)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .take_reconcile_lease("ls", "a", 1_400, 500)
+            .await
+            .unwrap()
+            .is_some(),
+        "renewed"
+    );
+    // Lapsed: another instance takes it, and the first records nothing.
+    assert!(
+        store
+            .take_reconcile_lease("ls", "b", 1_900, 500)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let end = |owner, outcome| hookledger::store::RunEnd {
+        source: "ls",
+        owner,
+        now_ms: 2_000,
+        outcome,
+        recovered: 3,
+    };
+    assert!(!store.finish_reconcile(&end("a", Ok(1_000))).await.unwrap());
+    assert!(store.finish_reconcile(&end("b", Ok(1_900))).await.unwrap());
+    let runs = store.reconcile_runs().await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].read_through_ms, Some(1_900));
+    assert_eq!(runs[0].last_success_ms, Some(2_000));
+    assert_eq!(runs[0].recovered, 3);
+    // A run that stops keeps the cursor and says why.
+    let lease = store
+        .take_reconcile_lease("ls", "a", 2_100, 500)
+        .await
+        .unwrap();
+    assert_eq!(lease.map(|l| l.read_through_ms), Some(Some(1_900)));
+    assert!(
+        store
+            .finish_reconcile(&end("a", Err("network")))
+            .await
+            .unwrap()
+    );
+    let runs = store.reconcile_runs().await.unwrap();
+    assert_eq!(runs[0].read_through_ms, Some(1_900));
+    assert_eq!(runs[0].last_outcome.as_deref(), Some("network"));
+    assert_eq!(runs[0].recovered, 6);
+}
+
+both_backends!(
+    the_lease_keeps_two_runs_of_one_source_apart,
+    payments_missed_during_an_outage_are_credited_once,
+    the_sweep_inside_serve_recovers_without_a_command,
+    a_refused_key_is_said_with_the_source_and_fails_the_command,
+);

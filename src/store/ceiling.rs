@@ -76,6 +76,7 @@ pub fn pgbench_new_credit(credit: &PgbenchCredit<'_>) -> String {
         (optional(credit.signature_headers.map(text)), "text"),
         (optional(credit.signed_at.map(|t| t.to_string())), "bigint"),
         (event.clone(), "text"),
+        (text("webhook"), "text"),
     ];
     let guard = |sequence: String| {
         [

@@ -11,7 +11,7 @@ use chrono::{DateTime, TimeDelta};
 use super::ApiError;
 use super::token::{bearer_token, check_metrics_token};
 use crate::context::Context;
-use crate::reconcile::feed_for;
+use crate::reconcile::states;
 use crate::telemetry::prometheus::{self, ReconcileFigures, Scrape};
 
 pub async fn metrics(
@@ -50,27 +50,16 @@ pub async fn metrics(
 /// Each reconciling source's last complete run (any instance's) and its
 /// provider's retention.
 async fn reconcile_figures(context: &Context) -> Result<Vec<ReconcileFigures>, ApiError> {
-    let mut reconciling: Vec<_> = context
-        .sources
-        .values()
-        .filter(|source| source.reconcile.is_some())
-        .filter_map(|source| Some((source.name.as_str(), feed_for(source.provider.kind())?)))
-        .collect();
-    if reconciling.is_empty() {
-        return Ok(Vec::new());
-    }
-    reconciling.sort_by_key(|(name, _)| *name);
-    let runs = context.store.reconcile_runs().await?;
-    Ok(reconciling
+    let states = states(&context.store, context.sources.values().map(|s| s.as_ref())).await?;
+    Ok(states
         .into_iter()
-        .map(|(name, feed)| ReconcileFigures {
-            source: name.to_owned(),
-            last_success: runs
-                .iter()
-                .find(|run| run.source == name)
+        .map(|state| ReconcileFigures {
+            last_success: state
+                .run
                 .and_then(|run| run.last_success_ms)
                 .and_then(DateTime::from_timestamp_millis),
-            retention: TimeDelta::from_std(feed.retention()).unwrap_or(TimeDelta::MAX),
+            retention: TimeDelta::from_std(state.retention).unwrap_or(TimeDelta::MAX),
+            source: state.source,
         })
         .collect())
 }

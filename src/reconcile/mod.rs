@@ -10,8 +10,10 @@
 mod api;
 mod feed;
 mod run;
+mod state;
 mod stripe;
 
 pub use api::ApiError;
 pub use feed::feed_for;
 pub use run::{OVERLAP, ReconcileError, Request, Summary, run};
+pub use state::{State, states};

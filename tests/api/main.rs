@@ -7,6 +7,7 @@ mod architecture;
 #[macro_use]
 mod backend;
 mod browser;
+mod fake_api;
 mod fixtures;
 mod helpers;
 mod localstripe;

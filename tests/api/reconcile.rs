@@ -10,7 +10,8 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::browser::{login, page};
-use crate::fixtures::signed;
+use crate::fake_api::{FakeApi, Reply};
+use crate::fixtures::{signed, stripe_payment};
 use crate::helpers::*;
 use crate::localstripe::{LocalStripe, free_port};
 use crate::process::run_with_config as cli;
@@ -165,28 +166,27 @@ async fn the_sweep_inside_serve_recovers_without_a_command(backend: Backend) {
     // What the sweep did, in Prometheus: the three it found at least (the
     // last two may have been found before their webhooks came), and the
     // window left of Stripe's 30 days.
-    let text = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let value = |series: &str| -> i64 {
-        text.lines()
-            .find_map(|line| line.strip_prefix(series))
-            .and_then(|rest| rest.trim().parse::<f64>().ok())
-            .map_or(-1, |v| v as i64)
-    };
-    let recovered = value(r#"hookledger_reconcile_recovered_total{source="ls"}"#);
-    assert!((3..=5).contains(&recovered), "{text}");
+    let recovered = scraped(&app, r#"hookledger_reconcile_recovered_total{source="ls"}"#).await;
+    assert!((3..=5).contains(&recovered), "{recovered}");
     let now = chrono::Utc::now().timestamp();
-    let last = value(r#"hookledger_reconcile_last_success_timestamp_seconds{source="ls"}"#);
-    assert!((now - 60..=now + 60).contains(&last), "{text}");
-    let left = value(r#"hookledger_reconcile_window_left_seconds{source="ls"}"#);
-    assert!(left > 29 * 24 * 3600, "{text}");
+    let last = scraped(
+        &app,
+        r#"hookledger_reconcile_last_success_timestamp_seconds{source="ls"}"#,
+    )
+    .await;
+    assert!((now - 60..=now + 60).contains(&last), "{last}");
+    let left = scraped(
+        &app,
+        r#"hookledger_reconcile_window_left_seconds{source="ls"}"#,
+    )
+    .await;
+    assert!(left > 29 * 24 * 3600, "{left}");
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    assert!(
+        dashboard.contains("<td>ls</td><td>1 s</td>"),
+        "the sweep's row: {dashboard}"
+    );
 }
 
 async fn a_refused_key_is_said_with_the_source_and_fails_the_command(backend: Backend) {
@@ -205,6 +205,133 @@ async fn a_refused_key_is_said_with_the_source_and_fails_the_command(backend: Ba
     assert!(
         !out.contains("sk_test_hookledger"),
         "the key is never shown: {out}"
+    );
+}
+
+/// `name` of the Prometheus text at `app`'s `/metrics` (0 if absent).
+async fn scraped(app: &TestApp, series: &str) -> i64 {
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series))
+        .and_then(|rest| rest.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as i64)
+}
+
+/// Two instances on one database, both sweeping every second: every
+/// missed payment is credited once, and between them they recover each
+/// once.
+async fn two_instances_sweeping_one_source_credit_each_payment_once(backend: Backend) {
+    let Some(stripe) = LocalStripe::start("reconcile::two_instances_sweeping").await else {
+        return;
+    };
+    let sources = source(&stripe.base, 1);
+    let first = app(backend, &sources).await;
+    let second = first
+        .another_instance_with(&Options {
+            extra_sources: &sources,
+            ..Options::default()
+        })
+        .await;
+    stripe.pay(30, "acct_two", 500);
+    for _ in 0..100 {
+        if first.balance("acct_two", "USD").await == 15_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A few more sweeps by each: nothing more.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(first.balance("acct_two", "USD").await, 15_000);
+    assert_eq!(first.entries("acct_two").await.len(), 30);
+    let series = r#"hookledger_reconcile_recovered_total{source="ls"}"#;
+    let recovered = scraped(&first, series).await + scraped(&second, series).await;
+    assert_eq!(recovered, 30);
+    first.assert_invariants().await;
+}
+
+/// A page of Stripe's list: `events`, and whether more follow.
+fn list(events: &[Value], has_more: bool) -> Value {
+    serde_json::json!({"object": "list", "data": events, "has_more": has_more})
+}
+
+async fn a_429_is_waited_out_as_its_retry_after_says(backend: Backend) {
+    let api = FakeApi::start(vec![
+        Reply::status(429, Some(1)),
+        Reply::ok(list(&[stripe_payment("evt_p1", "pi_p1", 900)], false)),
+    ])
+    .await;
+    let sources = source(&api.base, 0);
+    let app = app(backend, &sources).await;
+    let summary = reconcile(&config_dir(&app, &sources));
+    assert_eq!(summary["recovered"], 1, "{summary}");
+    let asked = api.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[1].1 - asked[0].1 >= Duration::from_millis(950),
+        "Retry-After: 1 was waited out"
+    );
+    assert!(
+        asked[0]
+            .0
+            .starts_with("/v1/events?limit=100&created%5Bgte%5D="),
+        "{asked:?}"
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 900);
+}
+
+async fn a_page_not_as_documented_stops_the_run_before_anything_is_written(backend: Backend) {
+    let first = list(&[stripe_payment("evt_m1", "pi_m1", 900)], true);
+    let broken = serde_json::json!({"object": "list", "data": {"id": "evt_m2"}, "has_more": false});
+    let api = FakeApi::start(vec![Reply::ok(first), Reply::ok(broken)]).await;
+    let sources = source(&api.base, 0);
+    let app = app(backend, &sources).await;
+    let dir = config_dir(&app, &sources);
+    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "source ls: the provider's answer is not a page of events: data is not a list"
+        ),
+        "{out}"
+    );
+    // The second page asked for the first one's last id.
+    assert!(
+        api.asked()[1].0.ends_with("&starting_after=evt_m1"),
+        "{:?}",
+        api.asked()
+    );
+    // Page one's payment was not applied: nothing is written before every
+    // page is read, and the cursor stays where it was.
+    assert_eq!(app.balance("acct_1", "USD").await, 0);
+    let runs = app.store().reconcile_runs().await.unwrap();
+    assert_eq!(runs[0].read_through_ms, None);
+    assert!(
+        runs[0]
+            .last_outcome
+            .as_deref()
+            .unwrap()
+            .contains("not a page of events"),
+        "{runs:?}"
+    );
+    // The dashboard says the source's reconcile stopped, and why.
+    let cookie = login(&app).await;
+    let dashboard = page(&app, "/admin", &cookie).await;
+    let row = dashboard
+        .split("<tr>")
+        .find(|row| row.starts_with("<td>ls</td><td>on demand</td>"))
+        .unwrap_or_else(|| panic!("{dashboard}"));
+    assert!(row.contains("<td class=\"time\">never</td>"), "{row}");
+    assert!(
+        row.contains("stopped</span> source ls: the provider"),
+        "{row}"
     );
 }
 
@@ -275,6 +402,9 @@ async fn the_lease_keeps_two_runs_of_one_source_apart(backend: Backend) {
 }
 
 both_backends!(
+    two_instances_sweeping_one_source_credit_each_payment_once,
+    a_429_is_waited_out_as_its_retry_after_says,
+    a_page_not_as_documented_stops_the_run_before_anything_is_written,
     the_lease_keeps_two_runs_of_one_source_apart,
     payments_missed_during_an_outage_are_credited_once,
     the_sweep_inside_serve_recovers_without_a_command,

@@ -43,6 +43,8 @@ struct DashboardPage {
     unconfigured: Vec<crate::store::Holding>,
     chart: chart::Chart,
     sources: Vec<view::SourceView>,
+    /// Sources that reconcile against their provider's records.
+    reconcile: Vec<view::ReconcileView>,
     /// Whether the ledger held at the latest check, and what it said.
     invariants: (bool, String),
     /// How long the oldest stale or rejected event has waited.
@@ -103,6 +105,11 @@ pub async fn dashboard(
         counters: context.metrics.snapshot(),
         chart: chart::chart(&context.metrics, context.clock.now()),
         sources: view::sources(&context, context.clock.now()),
+        reconcile: view::reconcile(
+            crate::reconcile::states(&context.store, context.sources.values().map(|s| s.as_ref()))
+                .await?,
+            chrono::Utc::now(),
+        ),
         invariants: view::invariants(&context, context.clock.now()),
         oldest_held: context
             .store

@@ -102,3 +102,47 @@ mod tests {
         assert_eq!(per_mille(1, 1000), "0.1%");
     }
 }
+
+/// A reconciling source on the dashboard.
+pub struct ReconcileView {
+    pub source: String,
+    pub every: String,
+    pub last_success: String,
+    pub last_outcome: String,
+    /// The last run stopped.
+    pub failing: bool,
+    pub recovered: i64,
+    /// How long until events missed since the last complete run leave the
+    /// provider's records.
+    pub window_left: String,
+}
+
+pub fn reconcile(states: Vec<crate::reconcile::State>, now: DateTime<Utc>) -> Vec<ReconcileView> {
+    states
+        .into_iter()
+        .map(|state| {
+            let run = state.run.as_ref();
+            let last_success = run
+                .and_then(|run| run.last_success_ms)
+                .and_then(DateTime::from_timestamp_millis);
+            let retention = chrono::TimeDelta::from_std(state.retention).unwrap_or_default();
+            ReconcileView {
+                every: state
+                    .interval
+                    .map_or("on demand".into(), |every| duration(every.as_secs() as i64)),
+                last_success: last_success.map_or("never".into(), time),
+                last_outcome: run
+                    .and_then(|run| run.last_outcome.clone())
+                    .unwrap_or_else(|| "-".into()),
+                failing: run
+                    .and_then(|run| run.last_outcome.as_deref())
+                    .is_some_and(|o| o != "ok"),
+                recovered: run.map_or(0, |run| run.recovered),
+                window_left: last_success.map_or("-".into(), |at| {
+                    duration((at + retention - now).num_seconds().max(0))
+                }),
+                source: state.source,
+            }
+        })
+        .collect()
+}

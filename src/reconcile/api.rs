@@ -1,12 +1,17 @@
 //! The provider's API as a reconcile run reads it: one GET at a time,
-//! paced to a tenth of the provider's documented read limit, a `429`
-//! waited out as its `Retry-After` says, a server error tried again, and
-//! every other failure said plainly (the key refused, the network, a page
-//! that is not what the provider documents). The key is sent as a bearer
-//! token and never shown.
+//! paced to a tenth of the provider's documented read limit, a `429` (or a
+//! `503` that says when) waited out as its `Retry-After` says, a server
+//! error or a network failure tried again with backoff, and every other
+//! failure said plainly (the key refused, a page that is not what the
+//! provider documents). Redirects are not followed and an answer is read
+//! to at most 16 MiB. The key is sent as a bearer token and never shown:
+//! not in an error, and not in what the provider's message echoes of it.
+//! The provider's clock, from the first answer's `Date`, is what a run's
+//! cursor is kept in: event times are the provider's.
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
@@ -18,6 +23,9 @@ const TRIES: u32 = 5;
 /// The longest `Retry-After` waited out; a longer one ends the run.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest answer read: a page of 100 Stripe events is well under
+/// 1 MiB.
+const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// Why a run could not read the provider's records.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +39,7 @@ pub enum ApiError {
     RateLimited(u32),
     #[error("the provider answered HTTP {status}{detail}")]
     Failed { status: u16, detail: String },
-    #[error("could not reach the provider: {0}")]
+    #[error("could not reach the provider after {TRIES} tries: {0}")]
     Network(String),
     /// A page that is not what the provider documents.
     #[error("the provider's answer is not a page of events: {0}")]
@@ -59,21 +67,33 @@ pub struct Api {
     /// The least time between two requests.
     gap: Duration,
     last: Mutex<Option<Instant>>,
+    /// The provider's `Date` on its first answer.
+    first_date: std::sync::Mutex<Option<DateTime<Utc>>>,
 }
 
 impl Api {
     /// `requests_per_second`: the most this run may send (a tenth of the
     /// provider's documented limit).
     pub fn new(base: &str, key: &Secret, requests_per_second: u32) -> Result<Self, ApiError> {
-        let client = crate::tls::build_client(|builder| builder.timeout(TIMEOUT))
-            .map_err(ApiError::Network)?;
+        let client = crate::tls::build_client(|builder| {
+            builder
+                .timeout(TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+        })
+        .map_err(ApiError::Network)?;
         Ok(Self {
             client,
             base: base.trim_end_matches('/').to_owned(),
             key: key.clone(),
             gap: Duration::from_secs(1) / requests_per_second.max(1),
             last: Mutex::new(None),
+            first_date: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The provider's clock when it first answered this run, if it said.
+    pub fn first_date(&self) -> Option<DateTime<Utc>> {
+        *self.first_date.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// GET `path` with `query`: the JSON answer of a `2xx`.
@@ -90,19 +110,28 @@ impl Api {
                 .get(&url)
                 .bearer_auth(self.key.expose())
                 .send()
-                .await
-                .map_err(|e| ApiError::Network(without_url(&e)))?;
+                .await;
+            let sent = match sent {
+                Ok(sent) => sent,
+                Err(e) if tried < TRIES => {
+                    tracing::debug!(
+                        "provider API request failed, trying again: {}",
+                        without_url(&e)
+                    );
+                    tokio::time::sleep(backoff(tried)).await;
+                    continue;
+                }
+                Err(e) => return Err(ApiError::Network(without_url(&e))),
+            };
+            self.note_date(sent.headers().get(reqwest::header::DATE));
             let status = sent.status();
             let retry_after = seconds(sent.headers().get(reqwest::header::RETRY_AFTER));
             if status.is_success() {
-                let body = sent
-                    .bytes()
-                    .await
-                    .map_err(|e| ApiError::Network(without_url(&e)))?;
+                let body = bounded(sent).await?;
                 return serde_json::from_slice(&body)
                     .map_err(|e| ApiError::Malformed(format!("not JSON: {e}")));
             }
-            let detail = detail(sent).await;
+            let detail = detail(sent, self.key.expose()).await;
             let code = status.as_u16();
             match code {
                 401 | 403 => {
@@ -112,14 +141,15 @@ impl Api {
                     });
                 }
                 429 => {
-                    let wait = retry_after.unwrap_or(Duration::from_secs(1));
+                    let wait = retry_after.unwrap_or(backoff(tried));
                     if tried >= TRIES || wait > MAX_RETRY_AFTER {
                         return Err(ApiError::RateLimited(tried));
                     }
                     tokio::time::sleep(wait).await;
                 }
                 500..=599 if tried < TRIES => {
-                    tokio::time::sleep(Duration::from_millis(250) * 2u32.pow(tried)).await;
+                    let wait = retry_after.filter(|w| *w <= MAX_RETRY_AFTER);
+                    tokio::time::sleep(wait.unwrap_or(backoff(tried))).await;
                 }
                 _ => {
                     return Err(ApiError::Failed {
@@ -128,6 +158,16 @@ impl Api {
                     });
                 }
             }
+        }
+    }
+
+    fn note_date(&self, value: Option<&reqwest::header::HeaderValue>) {
+        let mut first = self.first_date.lock().unwrap_or_else(|e| e.into_inner());
+        if first.is_none() {
+            *first = value
+                .and_then(|v| v.to_str().ok())
+                .and_then(|text| DateTime::parse_from_rfc2822(text).ok())
+                .map(|at| at.with_timezone(&Utc));
         }
     }
 
@@ -148,10 +188,35 @@ fn seconds(value: Option<&reqwest::header::HeaderValue>) -> Option<Duration> {
     Some(Duration::from_secs(secs))
 }
 
+/// 250 ms, doubling with each try.
+fn backoff(tried: u32) -> Duration {
+    Duration::from_millis(250) * 2u32.pow(tried.min(6))
+}
+
+/// The answer's body, at most [`MAX_BODY`] bytes.
+async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, ApiError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ApiError::Network(without_url(&e)))?
+    {
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(ApiError::Malformed(format!(
+                "an answer larger than {} MiB",
+                MAX_BODY / 1024 / 1024
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// The provider's own error message, if its body has one (`error.message`,
-/// Stripe's shape), bounded: `: ...` or nothing.
-async fn detail(response: reqwest::Response) -> String {
-    let Ok(body) = response.bytes().await else {
+/// Stripe's shape), bounded, with anything that looks like a key (or the
+/// key itself) replaced: `: ...` or nothing.
+async fn detail(response: reqwest::Response, key: &str) -> String {
+    let Ok(body) = bounded(response).await else {
         return String::new();
     };
     let message = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
@@ -160,9 +225,33 @@ async fn detail(response: reqwest::Response) -> String {
             .map(str::to_owned)
     });
     match message {
-        Some(text) => format!(": {}", text.chars().take(200).collect::<String>()),
+        Some(text) => format!(
+            ": {}",
+            redacted(&text.chars().take(200).collect::<String>(), key)
+        ),
         None => String::new(),
     }
+}
+
+/// `text` with the key, and every word that looks like a provider key
+/// (Stripe's `sk_`, `rk_`, `pk_`, masked or not), replaced.
+fn redacted(text: &str, key: &str) -> String {
+    let text = if key.is_empty() {
+        text.to_owned()
+    } else {
+        text.replace(key, "<key>")
+    };
+    text.split(' ')
+        .map(|word| {
+            let bare =
+                word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '*');
+            match ["sk_", "rk_", "pk_"].iter().any(|p| bare.starts_with(p)) {
+                true => word.replace(bare, "<key>"),
+                false => word.to_owned(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A request error without its URL: the query holds nothing secret, but
@@ -173,4 +262,28 @@ fn without_url(error: &reqwest::Error) -> String {
         text = text.replace(url.as_str(), "the provider");
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_providers_message_never_carries_the_key() {
+        assert_eq!(
+            redacted(
+                "Invalid API Key provided: sk_test_****1234.",
+                "sk_test_abcd1234"
+            ),
+            "Invalid API Key provided: <key>."
+        );
+        assert_eq!(
+            redacted("echo sk_test_abcd1234 back", "sk_test_abcd1234"),
+            "echo <key> back"
+        );
+        assert_eq!(
+            redacted("No such event: evt_1", "rk_live_x"),
+            "No such event: evt_1"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! What a provider's record of events must give a reconcile run: pages of
 //! events created since a time, each with its own time and id, and where
 //! the next page starts. One file per provider, one line in the registry
-//! (`feed_for`).
+//! (`registry::feed_for`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,25 +18,25 @@ pub struct Page {
     pub next: Option<String>,
 }
 
+/// Which page of the provider's events to read.
+pub struct Listing<'a> {
+    pub event_type: &'a str,
+    pub from_secs: i64,
+    pub after: Option<&'a str>,
+}
+
 pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Result<Page, ApiError>> + Send + 'a>>;
 
 pub trait Feed: Sync {
-    /// The most requests a second a run sends: a tenth of the provider's
-    /// documented read limit.
-    fn requests_per_second(&self) -> u32;
+    /// The most requests a second a run sends with `api_key`: a tenth of
+    /// the provider's documented read limit for that key's mode.
+    fn requests_per_second(&self, api_key: &str) -> u32;
 
     /// How long the provider keeps events readable.
     fn retention(&self) -> Duration;
 
-    /// The page of events created at or after `from_secs` that follows
-    /// the cursor `after` (the first page without one).
-    fn page<'a>(&'a self, api: &'a Api, from_secs: i64, after: Option<&'a str>) -> PageFuture<'a>;
-}
-
-/// The feed of a source kind, if it has one.
-pub fn feed_for(kind: &str) -> Option<&'static dyn Feed> {
-    match kind {
-        "stripe" => Some(&super::stripe::Stripe),
-        _ => None,
-    }
+    /// The page of events of `event_type` created at or after
+    /// `from_secs` that follows the cursor `after` (the first page without
+    /// one).
+    fn page<'a>(&'a self, api: &'a Api, list: &'a Listing<'a>) -> PageFuture<'a>;
 }

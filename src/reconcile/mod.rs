@@ -9,11 +9,12 @@
 
 mod api;
 mod feed;
+mod registry;
 mod run;
 mod state;
 mod stripe;
 
 pub use api::ApiError;
-pub use feed::feed_for;
+pub use registry::feed_for;
 pub use run::{OVERLAP, ReconcileError, Request, Summary, run};
 pub use state::{State, states};

@@ -7,18 +7,19 @@
 //! to the run's start only when the run completed.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::api::{Api, ApiError};
-use super::feed::{Feed, feed_for};
+use super::feed::{Feed, Listing};
+use super::registry::feed_for;
 use crate::clock::Clock;
 use crate::domain::{Movement, NormalisedEvent, Origin};
 use crate::ingest::{RawDelivery, ingest_direct, sha256_hex};
-use crate::providers::{Delivery, HeaderPairs, Verified};
+use crate::providers::{Delivery, HeaderPairs, Verified, mapped_types};
 use crate::receive::storable_events;
 use crate::source::{Reconcile, Source};
 use crate::store::{RunEnd, Store, StoreError};
@@ -26,8 +27,13 @@ use crate::store::{RunEnd, Store, StoreError};
 /// Each run reads again this much before where the last one completed:
 /// providers make events visible slightly out of order.
 pub const OVERLAP: Duration = Duration::from_secs(600);
-/// A run's lease; renewed with every page read.
-const LEASE: Duration = Duration::from_secs(300);
+/// A run's lease, renewed at least every third of it while the run reads
+/// and applies: another instance takes over from a run that stopped (a
+/// crash, a kill) within this.
+const LEASE: Duration = Duration::from_secs(15);
+/// The most pages of one type a run reads (a million events at Stripe's
+/// 100 a page): past it, a narrower `--since` is asked for.
+const MAX_PAGES: u32 = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
@@ -99,24 +105,23 @@ pub async fn run(
     request: &Request<'_>,
 ) -> Result<Summary, ReconcileError> {
     let name = source.name.as_str();
-    let settings = source
-        .reconcile
-        .as_ref()
-        .ok_or_else(|| ReconcileError::NotConfigured(name.to_owned()))?;
-    let feed = feed_for(source.provider.kind())
-        .ok_or_else(|| ReconcileError::NotConfigured(name.to_owned()))?;
-    let now_ms = store.database_now_ms().await?;
-    let window_end = millis(now_ms);
-    let read_through = match request.dry_run {
-        true => None,
-        false => {
-            let lease = store
-                .take_reconcile_lease(name, request.owner, now_ms, lease_ms())
-                .await?
-                .ok_or_else(|| ReconcileError::Busy(name.to_owned()))?;
-            lease.read_through_ms.map(millis)
-        }
+    let (Some(settings), Some(feed)) = (&source.reconcile, feed_for(source.provider.kind())) else {
+        return Err(ReconcileError::NotConfigured(name.to_owned()));
     };
+    let started_ms = store.database_now_ms().await?;
+    let mut lease = Lease::new(store, name, request.owner);
+    let read_through = match request.dry_run {
+        // Read where the sweep would, without its lease.
+        true => store
+            .reconcile_runs()
+            .await?
+            .into_iter()
+            .find(|run| run.source == name)
+            .and_then(|run| run.read_through_ms),
+        false => lease.take(true).await?,
+    };
+    let read_through = read_through.map(millis);
+    let window_end = millis(started_ms);
     let from = window_start(request.since, read_through, settings, window_end);
     let mut summary = Summary {
         source: name.to_owned(),
@@ -126,23 +131,56 @@ pub async fn run(
         dry_run: request.dry_run,
         ..Summary::default()
     };
-    let outcome = read_and_apply(store, source, feed, settings, request, &mut summary).await;
+    let api = Api::new(
+        &settings.api_base,
+        &settings.api_key,
+        feed.requests_per_second(settings.api_key.expose()),
+    )
+    .map_err(|error| api_error(source, error))?;
+    let outcome = match list(&api, feed, source, from, &mut lease).await {
+        Ok(listed) => apply_all(store, source, listed, request, &mut lease, &mut summary).await,
+        Err(error) => Err(error),
+    };
     if request.dry_run {
         return outcome.map(|()| summary);
     }
+    // Complete: every event the provider had made visible when the run
+    // started has been read, in the provider's clock (its first answer's
+    // `Date`; the database's if it sent none). The cursor moves there only
+    // if the window reached back to where the next run would read from: a
+    // `--since` that starts later must not skip the stretch before it.
+    let through = api
+        .first_date()
+        .map_or(started_ms, |at| at.timestamp_millis());
+    let covers = request
+        .since
+        .is_none_or(|since| since <= window_start(None, read_through, settings, window_end));
     let why = outcome.as_ref().err().map(ToString::to_string);
     let end = RunEnd {
         source: name,
         owner: request.owner,
         now_ms: store.database_now_ms().await?,
-        // Complete: every event visible at the run's start has been read.
-        outcome: why.as_deref().map_or(Ok(now_ms), Err),
+        started_ms,
+        outcome: why.as_deref().map_or(Ok(covers.then_some(through)), Err),
         recovered: i64::try_from(summary.recovered).unwrap_or(i64::MAX),
     };
-    store.finish_reconcile(&end).await?;
+    if !store.finish_reconcile(&end).await? {
+        // The lease lapsed and another instance took it: what this run
+        // stored stands (once per key), but its end is the other's to say.
+        return Err(ReconcileError::Busy(name.to_owned()));
+    }
     outcome?;
-    summary.cursor = Some(window_end);
+    if covers {
+        summary.cursor = Some(millis(through));
+    }
     Ok(summary)
+}
+
+fn api_error(source: &Source, error: ApiError) -> ReconcileError {
+    ReconcileError::Api {
+        source: source.name.as_str().to_owned(),
+        error,
+    }
 }
 
 /// The window's start: `--since`, else the cursor less the overlap, else
@@ -153,62 +191,118 @@ fn window_start(
     settings: &Reconcile,
     window_end: DateTime<Utc>,
 ) -> DateTime<Utc> {
-    let back = |by: Duration| window_end - TimeDelta::from_std(by).unwrap_or(TimeDelta::MAX);
+    let back = |by: Duration| TimeDelta::from_std(by).unwrap_or(TimeDelta::MAX);
     match (since, read_through) {
         (Some(since), _) => since,
-        (None, Some(through)) => {
-            through - TimeDelta::from_std(OVERLAP).unwrap_or(TimeDelta::zero())
-        }
-        (None, None) => back(settings.lookback),
+        (None, Some(through)) => through - back(OVERLAP),
+        (None, None) => window_end - back(settings.lookback),
     }
 }
 
-/// Reads every page of the window, then applies what the source maps,
-/// oldest first. A page that cannot be read stops the run before anything
-/// is written.
-async fn read_and_apply(
-    store: &Store,
-    source: &Source,
-    feed: &dyn Feed,
-    settings: &Reconcile,
-    request: &Request<'_>,
-    summary: &mut Summary,
-) -> Result<(), ReconcileError> {
-    let api_error = |error| ReconcileError::Api {
-        source: source.name.as_str().to_owned(),
-        error,
-    };
-    let api = Api::new(
-        &settings.api_base,
-        &settings.api_key,
-        feed.requests_per_second(),
-    )
-    .map_err(api_error)?;
-    let mut listed = Vec::new();
-    let mut after: Option<String> = None;
-    loop {
-        let page = feed
-            .page(&api, summary.window_starts_at.timestamp(), after.as_deref())
-            .await
-            .map_err(api_error)?;
-        listed.extend(page.events);
-        if !request.dry_run {
-            let now_ms = store.database_now_ms().await?;
-            let name = source.name.as_str();
-            store
-                .take_reconcile_lease(name, request.owner, now_ms, lease_ms())
-                .await?
-                .ok_or_else(|| ReconcileError::Busy(name.to_owned()))?;
+/// A run's hold on its source: taken at the start, renewed while it reads
+/// and applies (at least every third of its length), so that another
+/// instance takes it only from a run that stopped.
+struct Lease<'a> {
+    store: &'a Store,
+    source: &'a str,
+    owner: &'a str,
+    renewed: Instant,
+}
+
+impl<'a> Lease<'a> {
+    fn new(store: &'a Store, source: &'a str, owner: &'a str) -> Self {
+        Self {
+            store,
+            source,
+            owner,
+            renewed: Instant::now(),
         }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
+    }
+
+    /// Takes or renews the lease (`force`: whenever asked, else only when a
+    /// third of it has passed); the cursor it holds.
+    async fn take(&mut self, force: bool) -> Result<Option<i64>, ReconcileError> {
+        if !force && self.renewed.elapsed() < LEASE / 3 {
+            return Ok(None);
+        }
+        let now_ms = self.store.database_now_ms().await?;
+        let lease = self
+            .store
+            .take_reconcile_lease(self.source, self.owner, now_ms, lease_ms())
+            .await?
+            .ok_or_else(|| ReconcileError::Busy(self.source.to_owned()))?;
+        self.renewed = Instant::now();
+        Ok(lease.read_through_ms)
+    }
+}
+
+/// Every page of every type the source maps, oldest first, each event
+/// once. A page that cannot be read stops the run before anything is
+/// written.
+async fn list(
+    api: &Api,
+    feed: &dyn Feed,
+    source: &Source,
+    from: DateTime<Utc>,
+    lease: &mut Lease<'_>,
+) -> Result<Vec<(i64, String, Value)>, ReconcileError> {
+    let mut types = mapped_types(source.provider.rules(), &source.mapping);
+    types.sort_unstable();
+    types.dedup();
+    let mut listed = Vec::new();
+    for event_type in types {
+        let mut after: Option<String> = None;
+        for pages in 1.. {
+            if pages > MAX_PAGES {
+                return Err(api_error(
+                    source,
+                    ApiError::Malformed(format!(
+                        "more than {MAX_PAGES} pages of {event_type}: narrow the window with --since"
+                    )),
+                ));
+            }
+            lease.take(false).await?;
+            let listing = Listing {
+                event_type,
+                from_secs: from.timestamp(),
+                after: after.as_deref(),
+            };
+            let page = feed
+                .page(api, &listing)
+                .await
+                .map_err(|error| api_error(source, error))?;
+            listed.extend(page.events);
+            match page.next {
+                Some(next) if after.as_deref() == Some(next.as_str()) => {
+                    return Err(api_error(
+                        source,
+                        ApiError::Malformed("the next page starts where this one did".into()),
+                    ));
+                }
+                Some(next) => after = Some(next),
+                None => break,
+            }
         }
     }
     listed.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     listed.dedup_by(|a, b| a.1 == b.1);
+    Ok(listed)
+}
+
+/// Applies the listed events, oldest first.
+async fn apply_all(
+    store: &Store,
+    source: &Source,
+    listed: Vec<(i64, String, Value)>,
+    request: &Request<'_>,
+    lease: &mut Lease<'_>,
+    summary: &mut Summary,
+) -> Result<(), ReconcileError> {
     summary.listed = listed.len() as u64;
     for (_, _, record) in listed {
+        if !request.dry_run {
+            lease.take(false).await?;
+        }
         apply(store, source, &record, request, summary).await?;
     }
     Ok(())
@@ -231,16 +325,20 @@ async fn apply(
         summary.not_mapped += 1;
         return Ok(());
     }
-    if request.dry_run {
-        for event in &events {
-            let stored = store
-                .event(source.name.as_str(), event.event_id.as_str())
-                .await?;
-            match stored {
-                Some(_) => summary.already_stored += 1,
-                None => summary.recovered += 1,
-            }
+    // Stored already (delivered, or found by an earlier run; the overlap
+    // is read again every run): a read, no write.
+    let mut stored = 0;
+    for event in &events {
+        if store
+            .intent_stored(&source.scope, event.event_id.as_str())
+            .await?
+        {
+            stored += 1;
         }
+    }
+    if stored == events.len() || request.dry_run {
+        summary.already_stored += stored as u64;
+        summary.recovered += (events.len() - stored) as u64;
         return Ok(());
     }
     let raw = RawDelivery {

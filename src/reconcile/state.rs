@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::feed::feed_for;
+use super::registry::feed_for;
 use crate::source::Source;
 use crate::store::{ReconcileRun, Store, StoreError};
 

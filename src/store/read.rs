@@ -52,6 +52,10 @@ const EVENT_DETAIL: &str = concat!(
 from intents where source = $1 and event_id = $2"
 );
 
+/// Whether an intent is stored under the key (scope, event_id).
+const INTENT_STORED: &str = "
+select count(*) from intents where scope = $1 and event_id = $2";
+
 const ACCOUNT_BALANCES: &str = "
 select account_id, currency, balance_minor, updated_at
 from balances where account_id = $1 order by currency";
@@ -162,6 +166,18 @@ fn list_events_sql(filter: &EventFilter) -> String {
         format!(" where {}", conditions.join(" and "))
     };
     format!("{LIST_EVENTS_HEAD}{filters} order by intent_id desc limit ${limit}")
+}
+
+impl Store {
+    /// Whether the key (scope, event id) is stored.
+    pub async fn intent_stored(&self, scope: &str, event_id: &str) -> Result<bool, StoreError> {
+        let (count,): (i64,) = on_pool!(self, pool => sqlx::query_as(INTENT_STORED)
+            .bind(scope)
+            .bind(event_id)
+            .fetch_one(pool)
+            .await?);
+        Ok(count > 0)
+    }
 }
 
 impl Store {

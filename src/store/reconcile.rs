@@ -26,9 +26,13 @@ pub struct RunEnd<'a> {
     pub source: &'a str,
     pub owner: &'a str,
     pub now_ms: i64,
-    /// `Ok(through)`: complete through that time (the cursor moves there);
-    /// `Err(why)`: stopped, the cursor stays.
-    pub outcome: Result<i64, &'a str>,
+    /// When the run started: a complete run's `last_success_ms`.
+    pub started_ms: i64,
+    /// `Ok(Some(through))`: complete through that time (the cursor moves
+    /// there); `Ok(None)`: complete, but its window started after where the
+    /// next run reads from (`--since`), so the cursor stays; `Err(why)`:
+    /// stopped, the cursor stays.
+    pub outcome: Result<Option<i64>, &'a str>,
     pub recovered: i64,
 }
 
@@ -52,7 +56,7 @@ const FINISH: &str = "
 update reconcile_runs set leased_by = null, lease_until_ms = null, last_run_ms = $3,
     last_outcome = $4,
     read_through_ms = case when $5 then $6 else read_through_ms end,
-    last_success_ms = case when $5 then $3 else last_success_ms end,
+    last_success_ms = case when $5 then $8 else last_success_ms end,
     recovered = recovered + $7
 where source = $1 and leased_by = $2";
 
@@ -100,7 +104,12 @@ impl Store {
     /// no longer this owner's (nothing recorded).
     pub async fn finish_reconcile(&self, end: &RunEnd<'_>) -> Result<bool, StoreError> {
         let (ok, through, outcome) = match end.outcome {
-            Ok(through) => (true, Some(through), "ok"),
+            Ok(Some(through)) => (true, Some(through), "ok"),
+            Ok(None) => (
+                false,
+                None,
+                "ok; the cursor stays (--since started after it)",
+            ),
             Err(why) => (false, None, why),
         };
         let mut tx = self.begin().await?;
@@ -112,6 +121,7 @@ impl Store {
             .bind(ok)
             .bind(through)
             .bind(end.recovered)
+            .bind(end.started_ms)
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;

@@ -15,7 +15,6 @@ use crate::fixtures::{signed, stripe_payment};
 use crate::helpers::*;
 use crate::localstripe::{LocalStripe, free_port};
 use crate::process::run_with_config as cli;
-use crate::receiver::{Answer, Receiver};
 
 const SECRET: &str = "whsec_localstripe_secret";
 
@@ -190,21 +189,84 @@ async fn the_sweep_inside_serve_recovers_without_a_command(backend: Backend) {
 }
 
 async fn a_refused_key_is_said_with_the_source_and_fails_the_command(backend: Backend) {
-    // Stripe's answer to a revoked key.
-    let refusing = Receiver::start(&[], Answer::Status(401)).await;
-    let base = format!("http://127.0.0.1:{}", refusing.port);
-    let sources = source(&base, 0);
+    // Stripe's answer to a revoked key, which echoes the key masked; this
+    // one echoes it whole.
+    let refused = Reply {
+        status: 401,
+        retry_after: None,
+        body: r#"{"error": {"message": "Invalid API Key provided: sk_test_hookledger"}}"#.into(),
+    };
+    let api = FakeApi::start(vec![refused]).await;
+    let sources = source(&api.base, 0);
     let app = app(backend, &sources).await;
     let dir = config_dir(&app, &sources);
     let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
     assert!(!ok, "{out}");
     assert!(
-        out.contains("source ls: the provider refused the API key: HTTP 401"),
+        out.contains(
+            "source ls: the provider refused the API key: HTTP 401: Invalid API Key provided: <key>"
+        ),
         "{out}"
     );
     assert!(
         !out.contains("sk_test_hookledger"),
         "the key is never shown: {out}"
+    );
+    let runs = app.store().reconcile_runs().await.unwrap();
+    assert!(!runs[0].last_outcome.as_deref().unwrap().contains("sk_test"));
+}
+
+/// A recovered event the source could not map (rejected, held) counts the
+/// webhook's different bytes as a conflict, for a person to compare: the
+/// API may render an event at another API version than the endpoint's.
+async fn a_held_recovered_event_counts_a_differing_webhook_as_a_conflict(backend: Backend) {
+    let mut unmapped = stripe_payment("evt_h1", "pi_h1", 900);
+    unmapped["data"]["object"]["metadata"] = serde_json::json!({});
+    let api = FakeApi::start(vec![Reply::ok(list(&[unmapped], false))]).await;
+    let sources = source(&api.base, 0);
+    let app = app(backend, &sources).await;
+    let summary = reconcile(&config_dir(&app, &sources));
+    assert_eq!(
+        summary["statuses"],
+        serde_json::json!({"rejected": 1}),
+        "{summary}"
+    );
+    let webhook = stripe_payment("evt_h1", "pi_h1", 900);
+    let request = signed("stripe", SECRET, &webhook, "");
+    let late = json_with_status(app.post_signed("ls", &request).await, StatusCode::OK).await;
+    assert_eq!(late["duplicate"], true, "{late}");
+    let held = app.event("ls", "evt_h1").await;
+    assert_eq!(held["status"], "rejected");
+    assert_eq!(held["conflicts"], 1, "{held}");
+    assert!(held["conflict_sha256"].is_string(), "{held}");
+}
+
+/// A run from `--since` later than where the next run reads from leaves
+/// the cursor: the stretch before it is read by the next sweep.
+async fn a_since_after_the_cursor_keeps_the_cursor(backend: Backend) {
+    let api = FakeApi::start(vec![Reply::ok(list(&[], false))]).await;
+    let sources = source(&api.base, 0);
+    let app = app(backend, &sources).await;
+    let dir = config_dir(&app, &sources);
+    let first = reconcile(&dir);
+    let cursor = first["cursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    let (ok, out) = cli(
+        dir.path(),
+        &["reconcile", "--source", "ls", "--since", "1m", "--json"],
+    );
+    assert!(ok, "{out}");
+    let later: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(later["cursor"], cursor, "{later}");
+    let (ok, out) = cli(
+        dir.path(),
+        &["reconcile", "--source", "ls", "--since", "2d", "--json"],
+    );
+    assert!(ok, "{out}");
+    let earlier: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_ne!(
+        earlier["cursor"], cursor,
+        "a window from before it moves it: {earlier}"
     );
 }
 
@@ -272,18 +334,18 @@ async fn a_429_is_waited_out_as_its_retry_after_says(backend: Backend) {
     let app = app(backend, &sources).await;
     let summary = reconcile(&config_dir(&app, &sources));
     assert_eq!(summary["recovered"], 1, "{summary}");
+    // One listing per type the source maps; the first waited a second.
     let asked = api.asked();
-    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.len() >= 2, "{asked:?}");
     assert!(
         asked[1].1 - asked[0].1 >= Duration::from_millis(950),
         "Retry-After: 1 was waited out"
     );
     assert!(
-        asked[0]
-            .0
-            .starts_with("/v1/events?limit=100&created%5Bgte%5D="),
+        asked[0].0.starts_with("/v1/events?limit=100&type="),
         "{asked:?}"
     );
+    assert!(asked[0].0.contains("&created%5Bgte%5D="), "{asked:?}");
     assert_eq!(app.balance("acct_1", "USD").await, 900);
 }
 
@@ -373,15 +435,26 @@ async fn the_lease_keeps_two_runs_of_one_source_apart(backend: Backend) {
         source: "ls",
         owner,
         now_ms: 2_000,
+        started_ms: 1_950,
         outcome,
         recovered: 3,
     };
-    assert!(!store.finish_reconcile(&end("a", Ok(1_000))).await.unwrap());
-    assert!(store.finish_reconcile(&end("b", Ok(1_900))).await.unwrap());
+    assert!(
+        !store
+            .finish_reconcile(&end("a", Ok(Some(1_000))))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish_reconcile(&end("b", Ok(Some(1_900))))
+            .await
+            .unwrap()
+    );
     let runs = store.reconcile_runs().await.unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].read_through_ms, Some(1_900));
-    assert_eq!(runs[0].last_success_ms, Some(2_000));
+    assert_eq!(runs[0].last_success_ms, Some(1_950), "when it started");
     assert_eq!(runs[0].recovered, 3);
     // A run that stops keeps the cursor and says why.
     let lease = store
@@ -399,9 +472,20 @@ async fn the_lease_keeps_two_runs_of_one_source_apart(backend: Backend) {
     assert_eq!(runs[0].read_through_ms, Some(1_900));
     assert_eq!(runs[0].last_outcome.as_deref(), Some("network"));
     assert_eq!(runs[0].recovered, 6);
+    // Complete, but a --since window after the cursor: the cursor stays.
+    store
+        .take_reconcile_lease("ls", "a", 2_200, 500)
+        .await
+        .unwrap();
+    assert!(store.finish_reconcile(&end("a", Ok(None))).await.unwrap());
+    let runs = store.reconcile_runs().await.unwrap();
+    assert_eq!(runs[0].read_through_ms, Some(1_900));
+    assert_eq!(runs[0].last_success_ms, Some(1_950));
 }
 
 both_backends!(
+    a_held_recovered_event_counts_a_differing_webhook_as_a_conflict,
+    a_since_after_the_cursor_keeps_the_cursor,
     two_instances_sweeping_one_source_credit_each_payment_once,
     a_429_is_waited_out_as_its_retry_after_says,
     a_page_not_as_documented_stops_the_run_before_anything_is_written,

@@ -90,19 +90,6 @@ pub fn invariants(context: &Context, now: DateTime<Utc>) -> (bool, String) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::per_mille;
-
-    #[test]
-    fn rates_read_as_percent() {
-        assert_eq!(per_mille(0, 0), "-");
-        assert_eq!(per_mille(1, 3), "33.3%");
-        assert_eq!(per_mille(2, 2), "100.0%");
-        assert_eq!(per_mille(1, 1000), "0.1%");
-    }
-}
-
 /// A reconciling source on the dashboard.
 pub struct ReconcileView {
     pub source: String,
@@ -145,4 +132,17 @@ pub fn reconcile(states: Vec<crate::reconcile::State>, now: DateTime<Utc>) -> Ve
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_mille;
+
+    #[test]
+    fn rates_read_as_percent() {
+        assert_eq!(per_mille(0, 0), "-");
+        assert_eq!(per_mille(1, 3), "33.3%");
+        assert_eq!(per_mille(2, 2), "100.0%");
+        assert_eq!(per_mille(1, 1000), "0.1%");
+    }
 }

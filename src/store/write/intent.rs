@@ -80,7 +80,10 @@ pub struct Claimed {
 /// The key is (scope, event_id): a source of the same scope that recorded
 /// the event first owns the row, and this delivery counts on it. A row a
 /// reconcile run stored holds the provider API's rendering of the event, so
-/// a webhook's body for it differs as bytes: that is no conflict.
+/// a webhook's body for it differs as bytes: no conflict, unless the row is
+/// `rejected` (the API may render an event at another API version than the
+/// webhook endpoint's, and a mapping that failed on one rendering is worth
+/// a person's look at the other: its digest is kept as for any conflict).
 /// Race-free: PostgreSQL makes a concurrent insert of the same key wait for
 /// the first transaction, then take the update path; SQLite runs one writer.
 pub(in crate::store) const INSERT_INTENT: &str = "
@@ -94,9 +97,11 @@ on conflict (scope, event_id) do update
 set deliveries = intents.deliveries + 1,
     conflicts = intents.conflicts
         + case when intents.payload_sha256 = excluded.payload_sha256
-            or intents.origin = 'reconcile' or excluded.origin = 'reconcile' then 0 else 1 end,
+            or ((intents.origin = 'reconcile' or excluded.origin = 'reconcile')
+                and intents.status <> 'rejected') then 0 else 1 end,
     conflict_sha256 = case when intents.payload_sha256 = excluded.payload_sha256
-            or intents.origin = 'reconcile' or excluded.origin = 'reconcile'
+            or ((intents.origin = 'reconcile' or excluded.origin = 'reconcile')
+                and intents.status <> 'rejected')
         then intents.conflict_sha256 else excluded.payload_sha256 end,
     last_received_at = excluded.last_received_at
 returning intent_id, status, deliveries, payload_sha256";

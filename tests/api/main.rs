@@ -19,6 +19,7 @@ mod posting_statement;
 mod process;
 mod receiver;
 mod reconcile;
+mod reconcile_crash;
 mod rekey_interleavings;
 mod relay_process;
 mod replay;

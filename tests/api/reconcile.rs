@@ -16,12 +16,12 @@ use crate::helpers::*;
 use crate::localstripe::{LocalStripe, free_port};
 use crate::process::run_with_config as cli;
 
-const SECRET: &str = "whsec_localstripe_secret";
+pub(crate) const SECRET: &str = "whsec_localstripe_secret";
 
 /// A Stripe source reading localstripe (whose PaymentIntents carry `amount`,
 /// not `amount_received`); its sweep every `interval` seconds (0: only on
 /// demand).
-fn source(api_base: &str, interval: u64) -> String {
+pub(crate) fn source(api_base: &str, interval: u64) -> String {
     format!(
         r#"
 [[sources]]
@@ -39,7 +39,7 @@ interval_secs = {interval}
     )
 }
 
-async fn app(backend: Backend, sources: &str) -> TestApp {
+pub(crate) async fn app(backend: Backend, sources: &str) -> TestApp {
     TestApp::spawn_with(
         backend,
         Options {
@@ -51,7 +51,7 @@ async fn app(backend: Backend, sources: &str) -> TestApp {
 }
 
 /// A folder with a config for `app`'s database and `sources`.
-fn config_dir(app: &TestApp, sources: &str) -> tempfile::TempDir {
+pub(crate) fn config_dir(app: &TestApp, sources: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("hookledger.toml"),
@@ -66,7 +66,7 @@ fn config_dir(app: &TestApp, sources: &str) -> tempfile::TempDir {
 }
 
 /// `hookledger reconcile --source ls --json`: its summary.
-fn reconcile(dir: &tempfile::TempDir) -> Value {
+pub(crate) fn reconcile(dir: &tempfile::TempDir) -> Value {
     let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls", "--json"]);
     assert!(ok, "{out}");
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
@@ -320,7 +320,7 @@ async fn two_instances_sweeping_one_source_credit_each_payment_once(backend: Bac
 }
 
 /// A page of Stripe's list: `events`, and whether more follow.
-fn list(events: &[Value], has_more: bool) -> Value {
+pub(crate) fn list(events: &[Value], has_more: bool) -> Value {
     serde_json::json!({"object": "list", "data": events, "has_more": has_more})
 }
 

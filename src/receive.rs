@@ -14,6 +14,7 @@ use crate::providers::{
 use crate::source::Source;
 use crate::store::StoreError;
 use crate::telemetry::{LogBudget, Metrics};
+use crate::thin::Thin;
 
 /// How payloads are fingerprinted (tests and tools name it from here).
 pub use crate::ingest::sha256_hex;
@@ -24,6 +25,10 @@ pub enum ReceiveError {
     Verification(#[from] VerifyError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Verified, but what it needs from the provider could not be had
+    /// this time (a thin event's object): nothing stored, the sender retries.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// What the pipeline uses of the app state.
@@ -89,9 +94,17 @@ pub async fn receive(
         .verified(source_name, now, verified.key_index, verified.timestamp);
     // Verified means stored: from here on, whatever the body holds, the
     // delivery is recorded (an unusable one as `rejected`, with its bytes)
-    // and only a database failure may answer 5xx.
+    // and only a database failure (or a thin event's object that could not
+    // be fetched this time) may answer 5xx.
     let payload_sha256 = sha256_hex(body);
-    let events = storable_events(source, &verified, &delivery, &payload_sha256);
+    let events = match crate::thin::expand(source, body)
+        .await
+        .map_err(ReceiveError::Unavailable)?
+    {
+        None => storable_events(source, &verified, &delivery, &payload_sha256),
+        Some(Thin::Rejected(event)) => vec![event],
+        Some(Thin::Snapshot(snapshot)) => expanded(source, &verified, &delivery, snapshot),
+    };
     let signature_headers = recorded.to_json();
     let raw = RawDelivery {
         payload: body,
@@ -186,6 +199,26 @@ fn unreadable(payload_sha256: &str, error: &MapError) -> NormalisedEvent {
         }),
         payload: None,
     }
+}
+
+/// A thin event's events: its snapshot mapped as a delivery of it would
+/// be, each storing the snapshot as its payload (a replay maps it again).
+fn expanded(
+    source: &Source,
+    verified: &Verified,
+    delivery: &Delivery<'_>,
+    snapshot: String,
+) -> Vec<NormalisedEvent> {
+    let digest = sha256_hex(snapshot.as_bytes());
+    let snapshot_delivery = Delivery {
+        body: snapshot.as_bytes(),
+        ..*delivery
+    };
+    let mut events = storable_events(source, verified, &snapshot_delivery, &digest);
+    for event in &mut events {
+        event.payload = Some(snapshot.clone());
+    }
+    events
 }
 
 /// Counts and logs one event's outcome.

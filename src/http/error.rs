@@ -111,6 +111,10 @@ impl From<ReceiveError> for ApiError {
         match error {
             ReceiveError::Verification(e) => ApiError::Verification(e),
             ReceiveError::Store(e) => e.into(),
+            ReceiveError::Unavailable(why) => {
+                tracing::warn!("a delivery is answered 503 for its sender to retry: {why}");
+                ApiError::Unavailable
+            }
         }
     }
 }

@@ -35,6 +35,7 @@ mod square;
 mod standard_webhooks;
 mod strict_json;
 mod stripe;
+pub mod stripe_thin;
 #[cfg(test)]
 mod tamper_tests;
 #[cfg(test)]

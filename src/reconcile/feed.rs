@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::api::{Api, ApiError};
+use crate::provider_api::{Api, ApiError};
 
 /// A page: each event as (its time in unix seconds, its id, the record),
 /// and the cursor of the next page, if there is one.

@@ -13,12 +13,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::api::{Api, ApiError};
 use super::feed::{Feed, Listing};
 use super::registry::feed_for;
 use crate::clock::Clock;
 use crate::domain::{Movement, NormalisedEvent, Origin};
 use crate::ingest::{RawDelivery, ingest_direct, sha256_hex};
+use crate::provider_api::{Api, ApiError};
 use crate::providers::{Delivery, HeaderPairs, Verified, mapped_types};
 use crate::receive::storable_events;
 use crate::source::{Reconcile, Source};

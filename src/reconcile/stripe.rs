@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::api::{Api, ApiError};
 use super::feed::{Feed, Listing, Page, PageFuture};
+use crate::provider_api::{Api, ApiError};
 
 pub struct Stripe;
 

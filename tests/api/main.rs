@@ -27,6 +27,7 @@ mod replay_cli;
 mod replay_refusals;
 mod replay_rekey;
 mod samples;
+mod thin_events;
 
 mod access;
 mod account_page;

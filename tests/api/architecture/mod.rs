@@ -23,7 +23,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("operator", &["operator", "replay", "reconcile"]),
     (
         "use case",
-        &["receive", "ingest", "ledger_check", "failures", "session"],
+        &[
+            "receive",
+            "ingest",
+            "ledger_check",
+            "failures",
+            "session",
+            "provider_api",
+            "thin",
+        ],
     ),
     ("outbox", &["outbox"]),
     ("config", &["config"]),

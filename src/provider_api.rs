@@ -1,4 +1,5 @@
-//! The provider's API as a reconcile run reads it: one GET at a time,
+//! A provider's API as hookledger reads it (a reconcile run's listings, a
+//! Stripe thin event's object): one GET at a time,
 //! paced to a tenth of the provider's documented read limit, a `429` (or a
 //! `503` that says when) waited out as its `Retry-After` says, a server
 //! error or a network failure tried again with backoff, and every other
@@ -39,7 +40,10 @@ pub enum ApiError {
     RateLimited(u32),
     #[error("the provider answered HTTP {status}{detail}")]
     Failed { status: u16, detail: String },
-    #[error("could not reach the provider after {TRIES} tries: {0}")]
+    /// 404: what was asked for does not exist at the provider.
+    #[error("the provider has no such object: HTTP 404{0}")]
+    NotFound(String),
+    #[error("could not reach the provider: {0}")]
     Network(String),
     /// A page that is not what the provider documents.
     #[error("the provider's answer is not a page of events: {0}")]
@@ -52,7 +56,7 @@ impl ApiError {
         match self {
             ApiError::Refused { .. } => "refused",
             ApiError::RateLimited(_) => "rate_limited",
-            ApiError::Failed { .. } => "provider_error",
+            ApiError::Failed { .. } | ApiError::NotFound(_) => "provider_error",
             ApiError::Network(_) => "network",
             ApiError::Malformed(_) => "malformed",
         }
@@ -69,6 +73,9 @@ pub struct Api {
     last: Mutex<Option<Instant>>,
     /// The provider's `Date` on its first answer.
     first_date: std::sync::Mutex<Option<DateTime<Utc>>>,
+    /// Tries of a request the provider answered `429` or `5xx`, or that
+    /// failed on the way.
+    tries: u32,
 }
 
 impl Api {
@@ -88,7 +95,17 @@ impl Api {
             gap: Duration::from_secs(1) / requests_per_second.max(1),
             last: Mutex::new(None),
             first_date: std::sync::Mutex::new(None),
+            tries: TRIES,
         })
+    }
+
+    /// At most `tries` tries of each request (a webhook's fetch, which its
+    /// sender waits for, tries less than a sweep).
+    pub fn with_tries(self, tries: u32) -> Self {
+        Self {
+            tries: tries.max(1),
+            ..self
+        }
     }
 
     /// The provider's clock when it first answered this run, if it said.
@@ -100,7 +117,10 @@ impl Api {
     pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, ApiError> {
         let query = serde_urlencoded::to_string(query)
             .map_err(|e| ApiError::Malformed(format!("a query that cannot be sent: {e}")))?;
-        let url = format!("{}{path}?{query}", self.base);
+        let url = match query.is_empty() {
+            true => format!("{}{path}", self.base),
+            false => format!("{}{path}?{query}", self.base),
+        };
         let mut tried = 0;
         loop {
             tried += 1;
@@ -113,7 +133,7 @@ impl Api {
                 .await;
             let sent = match sent {
                 Ok(sent) => sent,
-                Err(e) if tried < TRIES => {
+                Err(e) if tried < self.tries => {
                     tracing::debug!(
                         "provider API request failed, trying again: {}",
                         without_url(&e)
@@ -134,6 +154,7 @@ impl Api {
             let detail = detail(sent, self.key.expose()).await;
             let code = status.as_u16();
             match code {
+                404 => return Err(ApiError::NotFound(detail)),
                 401 | 403 => {
                     return Err(ApiError::Refused {
                         status: code,
@@ -142,12 +163,12 @@ impl Api {
                 }
                 429 => {
                     let wait = retry_after.unwrap_or(backoff(tried));
-                    if tried >= TRIES || wait > MAX_RETRY_AFTER {
+                    if tried >= self.tries || wait > MAX_RETRY_AFTER {
                         return Err(ApiError::RateLimited(tried));
                     }
                     tokio::time::sleep(wait).await;
                 }
-                500..=599 if tried < TRIES => {
+                500..=599 if tried < self.tries => {
                     let wait = retry_after.filter(|w| *w <= MAX_RETRY_AFTER);
                     tokio::time::sleep(wait.unwrap_or(backoff(tried))).await;
                 }

@@ -26,7 +26,7 @@ fn limits(read_timeout_secs: u64, total: u64, per_address: u64) -> String {
     )
 }
 
-async fn spawn(backend: Backend, limits: &str) -> TestApp {
+pub(crate) async fn spawn(backend: Backend, limits: &str) -> TestApp {
     TestApp::spawn_with(
         backend,
         Options {

@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
-use crate::helpers::{Backend, Options, TestApp, json_with_status};
-use crate::hostile::connect_from;
+use crate::helpers::{Backend, TestApp, json_with_status};
+use crate::hostile::{connect_from, spawn};
 use crate::keep_alive::{exchange, request};
 
 const POOLER: &str = "127.0.0.5";
@@ -24,17 +24,6 @@ const SENDER: &str = "127.0.0.6";
 /// with a read timeout long enough that no idle connection is closed by
 /// keep-alive's own timer while a test runs.
 const DEFAULT_BOUNDS: &str = "[limits]\nread_timeout_secs = 60\n";
-
-async fn spawn(backend: Backend, limits: &str) -> TestApp {
-    TestApp::spawn_with(
-        backend,
-        Options {
-            top_level: limits,
-            ..Options::default()
-        },
-    )
-    .await
-}
 
 /// `count` deliveries from `local`, `in_flight` at a time, each on a new
 /// connection kept open after its answer; the open connections. Every

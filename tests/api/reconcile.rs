@@ -196,12 +196,7 @@ async fn a_refused_key_is_said_with_the_source_and_fails_the_command(backend: Ba
         retry_after: None,
         body: r#"{"error": {"message": "Invalid API Key provided: sk_test_hookledger"}}"#.into(),
     };
-    let api = FakeApi::start(vec![refused]).await;
-    let sources = source(&api.base, 0);
-    let app = app(backend, &sources).await;
-    let dir = config_dir(&app, &sources);
-    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
-    assert!(!ok, "{out}");
+    let (app, _api, out) = failed_run(backend, vec![refused]).await;
     assert!(
         out.contains(
             "source ls: the provider refused the API key: HTTP 401: Invalid API Key provided: <key>"
@@ -319,6 +314,18 @@ async fn two_instances_sweeping_one_source_credit_each_payment_once(backend: Bac
     first.assert_invariants().await;
 }
 
+/// `hookledger reconcile` against a fake API answering `script`, which
+/// must fail: the app, the fake, and what the command said.
+async fn failed_run(backend: Backend, script: Vec<Reply>) -> (TestApp, FakeApi, String) {
+    let api = FakeApi::start(script).await;
+    let sources = source(&api.base, 0);
+    let app = app(backend, &sources).await;
+    let dir = config_dir(&app, &sources);
+    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
+    assert!(!ok, "{out}");
+    (app, api, out)
+}
+
 /// A page of Stripe's list: `events`, and whether more follow.
 pub(crate) fn list(events: &[Value], has_more: bool) -> Value {
     serde_json::json!({"object": "list", "data": events, "has_more": has_more})
@@ -352,12 +359,7 @@ async fn a_429_is_waited_out_as_its_retry_after_says(backend: Backend) {
 async fn a_page_not_as_documented_stops_the_run_before_anything_is_written(backend: Backend) {
     let first = list(&[stripe_payment("evt_m1", "pi_m1", 900)], true);
     let broken = serde_json::json!({"object": "list", "data": {"id": "evt_m2"}, "has_more": false});
-    let api = FakeApi::start(vec![Reply::ok(first), Reply::ok(broken)]).await;
-    let sources = source(&api.base, 0);
-    let app = app(backend, &sources).await;
-    let dir = config_dir(&app, &sources);
-    let (ok, out) = cli(dir.path(), &["reconcile", "--source", "ls"]);
-    assert!(!ok, "{out}");
+    let (app, api, out) = failed_run(backend, vec![Reply::ok(first), Reply::ok(broken)]).await;
     assert!(
         out.contains(
             "source ls: the provider's answer is not a page of events: data is not a list"

@@ -70,6 +70,8 @@ pub struct Api {
     key: Secret,
     /// The least time between two requests.
     gap: Duration,
+    /// Headers every request carries (a provider's API version).
+    headers: Vec<(&'static str, String)>,
     last: Mutex<Option<Instant>>,
     /// The provider's `Date` on its first answer.
     first_date: std::sync::Mutex<Option<DateTime<Utc>>>,
@@ -79,9 +81,9 @@ pub struct Api {
 }
 
 impl Api {
-    /// `requests_per_second`: the most this run may send (a tenth of the
+    /// `gap`: the least time between two requests (a tenth of the
     /// provider's documented limit).
-    pub fn new(base: &str, key: &Secret, requests_per_second: u32) -> Result<Self, ApiError> {
+    pub fn new(base: &str, key: &Secret, gap: Duration) -> Result<Self, ApiError> {
         let client = crate::tls::build_client(|builder| {
             builder
                 .timeout(TIMEOUT)
@@ -92,7 +94,8 @@ impl Api {
             client,
             base: base.trim_end_matches('/').to_owned(),
             key: key.clone(),
-            gap: Duration::from_secs(1) / requests_per_second.max(1),
+            gap,
+            headers: Vec::new(),
             last: Mutex::new(None),
             first_date: std::sync::Mutex::new(None),
             tries: TRIES,
@@ -108,6 +111,12 @@ impl Api {
         }
     }
 
+    /// Every request carries `name: value` too.
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.push((name, value.to_owned()));
+        self
+    }
+
     /// The provider's clock when it first answered this run, if it said.
     pub fn first_date(&self) -> Option<DateTime<Utc>> {
         *self.first_date.lock().unwrap_or_else(|e| e.into_inner())
@@ -121,16 +130,37 @@ impl Api {
             true => format!("{}{path}", self.base),
             false => format!("{}{path}?{query}", self.base),
         };
+        self.send(reqwest::Method::GET, &url, None).await
+    }
+
+    /// POST `body` to `path` (a search that reads, as Square's): the JSON
+    /// answer of a `2xx`.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
+        let url = format!("{}{path}", self.base);
+        self.send(reqwest::Method::POST, &url, Some(body)).await
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
         let mut tried = 0;
         loop {
             tried += 1;
             self.pace().await;
-            let sent = self
+            let mut request = self
                 .client
-                .get(&url)
-                .bearer_auth(self.key.expose())
-                .send()
-                .await;
+                .request(method.clone(), url)
+                .bearer_auth(self.key.expose());
+            for (name, value) in &self.headers {
+                request = request.header(*name, value);
+            }
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let sent = request.send().await;
             let sent = match sent {
                 Ok(sent) => sent,
                 Err(e) if tried < self.tries => {
@@ -240,10 +270,17 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
     let Ok(body) = bounded(response).await else {
         return String::new();
     };
+    // Stripe's `error.message`, Paddle's `error.detail`, Square's
+    // `errors[0].detail`, PayPal's `message`.
     let message = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
-        v.pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        [
+            "/error/message",
+            "/error/detail",
+            "/errors/0/detail",
+            "/message",
+        ]
+        .iter()
+        .find_map(|at| v.pointer(at).and_then(Value::as_str).map(str::to_owned))
     });
     match message {
         Some(text) => format!(
@@ -255,7 +292,7 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
 }
 
 /// `text` with the key, and every word that looks like a provider key
-/// (Stripe's `sk_`, `rk_`, `pk_`, masked or not), replaced.
+/// (Stripe's `sk_`, `rk_`, `pk_`, Paddle's `pdl_`, masked or not), replaced.
 fn redacted(text: &str, key: &str) -> String {
     let text = if key.is_empty() {
         text.to_owned()
@@ -266,7 +303,10 @@ fn redacted(text: &str, key: &str) -> String {
         .map(|word| {
             let bare =
                 word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_' && c != '*');
-            match ["sk_", "rk_", "pk_"].iter().any(|p| bare.starts_with(p)) {
+            match ["sk_", "rk_", "pk_", "pdl_"]
+                .iter()
+                .any(|p| bare.starts_with(p))
+            {
                 true => word.replace(bare, "<key>"),
                 false => word.to_owned(),
             }

@@ -44,6 +44,8 @@ pub struct Reconcile {
     pub interval: Option<Duration>,
     /// How far back a first run reads.
     pub lookback: Duration,
+    /// How long the provider keeps events readable.
+    pub retention: Duration,
 }
 
 impl fmt::Debug for Source {

@@ -13,6 +13,8 @@ use crate::source::Source;
 
 /// Tries of a webhook's fetch: its sender waits for the answer.
 const TRIES: u32 = 2;
+/// Between a fetch's two tries at least (each webhook fetches on its own).
+const FETCH_GAP: std::time::Duration = std::time::Duration::from_millis(40);
 
 /// What a thin delivery becomes.
 pub enum Thin {
@@ -40,7 +42,7 @@ pub async fn expand(source: &Source, body: &[u8]) -> Result<Option<Thin>, String
              ([sources.reconcile] api_key)",
         )));
     };
-    let api = Api::new(&settings.api_base, &settings.api_key, 25)
+    let api = Api::new(&settings.api_base, &settings.api_key, FETCH_GAP)
         .map_err(|e| e.to_string())?
         .with_tries(TRIES);
     match api.get(&thin.related_url, &[]).await {

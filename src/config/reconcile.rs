@@ -14,8 +14,6 @@ use crate::source::Reconcile;
 const DEFAULT_INTERVAL_SECS: u64 = 600;
 /// How far back a first run reads by default: Stripe's retries last 3 days.
 const DEFAULT_LOOKBACK_SECS: u64 = 3 * 24 * 3600;
-/// The longest look back: Stripe keeps events 30 days.
-const MAX_LOOKBACK_SECS: u64 = 30 * 24 * 3600;
 
 pub(super) fn reconcile(
     raw: Option<&RawReconcile>,
@@ -25,7 +23,7 @@ pub(super) fn reconcile(
 ) -> Result<Option<Reconcile>, ConfigError> {
     let Some(raw) = raw else { return Ok(None) };
     let key = format!("{key}.reconcile");
-    let Some(default_base) = provider.reconcile_api() else {
+    let Some(api) = provider.reconcile_api() else {
         return Err(ConfigError::new(
             key,
             format!(
@@ -36,7 +34,7 @@ pub(super) fn reconcile(
         ));
     };
     let api_key = resolve_secret(&raw.api_key, env, &format!("{key}.api_key"))?;
-    let api_base = raw.api_base.as_deref().unwrap_or(default_base);
+    let api_base = raw.api_base.as_deref().unwrap_or(api.base);
     let api_base = checked_base(api_base)
         .map_err(|e| ConfigError::new(format!("{key}.api_base"), e))?
         .to_owned();
@@ -45,10 +43,14 @@ pub(super) fn reconcile(
         secs => Some(Duration::from_secs(secs)),
     };
     let lookback = raw.lookback_secs.unwrap_or(DEFAULT_LOOKBACK_SECS);
-    if !(60..=MAX_LOOKBACK_SECS).contains(&lookback) {
+    let retention = api.retention_days * 24 * 3600;
+    if !(60..=retention).contains(&lookback) {
         return Err(ConfigError::new(
             format!("{key}.lookback_secs"),
-            format!("must be 60 to {MAX_LOOKBACK_SECS} (30 days, what the provider keeps)"),
+            format!(
+                "must be 60 to {retention} ({} days, what the provider keeps)",
+                api.retention_days
+            ),
         ));
     }
     Ok(Some(Reconcile {
@@ -56,6 +58,7 @@ pub(super) fn reconcile(
         api_base,
         interval,
         lookback: Duration::from_secs(lookback),
+        retention: Duration::from_secs(retention),
     }))
 }
 

@@ -60,3 +60,21 @@ fn what_reconcile_refuses_is_named_by_its_key() {
     let unknown = parse(&with("every = 5\n"), &[]).unwrap_err().to_string();
     assert!(unknown.contains("every"), "{unknown}");
 }
+
+#[test]
+fn each_kind_reads_back_as_far_as_its_provider_keeps_events() {
+    let paddle = "[[sources]]\nname = \"pd\"\nkind = \"paddle\"\nsecrets = [\"pdl_ntfset_x\"]\n\
+                  [sources.reconcile]\napi_key = \"pdl_k\"\n";
+    let ninety_days = format!("{paddle}lookback_secs = 7776000\n");
+    let config = parse(&ninety_days, &[]).unwrap();
+    let reconcile = config.sources[0].reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.api_base, "https://api.paddle.com");
+    assert_eq!(reconcile.retention, Duration::from_secs(7_776_000));
+    let past = problem(&format!("{paddle}lookback_secs = 7776001\n"), &[]);
+    assert!(past.contains("90 days"), "{past}");
+    let stripe = problem(
+        &format!("{STRIPE}[sources.reconcile]\napi_key = \"rk\"\nlookback_secs = 2592001\n"),
+        &[],
+    );
+    assert!(stripe.contains("30 days"), "{stripe}");
+}

@@ -46,7 +46,8 @@ pub use delivery::{Delivery, HeaderPairs, HeaderSource, RecordingHeaders};
 pub use json_path::{JsonPath, JsonPathError};
 pub use mapping::{MapError, Mapping, parse_json};
 pub use provider::{
-    KindSettings, Provider, Sample, SettingsError, SignedParts, Unsigned, VerifyPolicy,
+    KindSettings, Provider, ReconcileApi, Sample, SettingsError, SignedParts, Unsigned,
+    VerifyPolicy,
 };
 pub use registry::{known_kinds, provider_for};
 pub use rules::{

@@ -23,7 +23,7 @@ use super::delivery::Delivery;
 use super::fields::{check_tolerance, event_id_at, event_type_at, parse_unix_seconds, time_order};
 use super::hmac_sha256;
 use super::mapping::{MapError, Mapping};
-use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::provider::{Provider, ReconcileApi, Sample, SignedParts, Unsigned, VerifyPolicy};
 use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
 use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
@@ -146,6 +146,14 @@ impl Provider for Paddle {
     /// `event_id` on every notification destination (`notification_id` differs).
     fn global_ids(&self) -> bool {
         true
+    }
+
+    /// `GET /events` (reconcile/paddle.rs); Paddle keeps events 90 days.
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
+        Some(ReconcileApi {
+            base: "https://api.paddle.com",
+            retention_days: 90,
+        })
     }
 
     fn rules(&self) -> &'static [Rule] {

@@ -13,6 +13,15 @@ use super::verification::{Verified, VerifyError};
 use crate::domain::NormalisedEvent;
 use crate::secret::{KeyBytes, Secret};
 
+/// Where a kind's events can be read back, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct ReconcileApi {
+    /// The API's scheme and host.
+    pub base: &'static str,
+    /// How long the provider keeps events readable.
+    pub retention_days: u64,
+}
+
 pub trait Provider: Sync + 'static {
     /// The `kind` value in the config.
     fn kind(&self) -> &'static str;
@@ -53,9 +62,9 @@ pub trait Provider: Sync + 'static {
     }
 
     /// The provider API a source of this kind reconciles against by default
-    /// (README "When a webhook never arrives"); `None` for a kind with no
-    /// reconcile yet.
-    fn reconcile_api(&self) -> Option<&'static str> {
+    /// and how long it keeps events readable (README "When a webhook never
+    /// arrives"); `None` for a kind with no reconcile yet.
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
         None
     }
 

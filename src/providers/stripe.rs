@@ -15,7 +15,7 @@ use super::fields::{
 };
 use super::hmac_sha256;
 use super::mapping::{MapError, Mapping};
-use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::provider::{Provider, ReconcileApi, Sample, SignedParts, Unsigned, VerifyPolicy};
 use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
 use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, NormalisedEvent};
@@ -232,8 +232,11 @@ impl Provider for Stripe {
         true
     }
 
-    fn reconcile_api(&self) -> Option<&'static str> {
-        Some("https://api.stripe.com")
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
+        Some(ReconcileApi {
+            base: "https://api.stripe.com",
+            retention_days: 30,
+        })
     }
 
     fn rules(&self) -> &'static [Rule] {

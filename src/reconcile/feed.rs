@@ -28,12 +28,14 @@ pub struct Listing<'a> {
 pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Result<Page, ApiError>> + Send + 'a>>;
 
 pub trait Feed: Sync {
-    /// The most requests a second a run sends with `api_key`: a tenth of
-    /// the provider's documented read limit for that key's mode.
-    fn requests_per_second(&self, api_key: &str) -> u32;
+    /// The least time between two requests a run sends with `api_key`: a
+    /// tenth of the provider's documented read limit for that key's mode.
+    fn gap(&self, api_key: &str) -> Duration;
 
-    /// How long the provider keeps events readable.
-    fn retention(&self) -> Duration;
+    /// The API as this provider wants it asked (a version header).
+    fn prepare(&self, api: Api) -> Api {
+        api
+    }
 
     /// The page of events of `event_type` created at or after
     /// `from_secs` that follows the cursor `after` (the first page without

@@ -8,6 +8,7 @@
 //! recovered, with `origin = reconcile`.
 
 mod feed;
+mod paddle;
 mod registry;
 mod run;
 mod state;

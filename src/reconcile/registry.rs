@@ -1,11 +1,13 @@
 //! Which source kinds have a feed of their events: one line each.
 
 use super::feed::Feed;
+use super::paddle::Paddle;
 use super::stripe::Stripe;
 
 /// The feed of a source kind, if it has one.
 pub fn feed_for(kind: &str) -> Option<&'static dyn Feed> {
     match kind {
+        "paddle" => Some(&Paddle),
         "stripe" => Some(&Stripe),
         _ => None,
     }

@@ -134,8 +134,9 @@ pub async fn run(
     let api = Api::new(
         &settings.api_base,
         &settings.api_key,
-        feed.requests_per_second(settings.api_key.expose()),
+        feed.gap(settings.api_key.expose()),
     )
+    .map(|api| feed.prepare(api))
     .map_err(|error| api_error(source, error))?;
     let outcome = match list(&api, feed, source, from, &mut lease).await {
         Ok(listed) => apply_all(store, source, listed, request, &mut lease, &mut summary).await,

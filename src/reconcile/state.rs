@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use super::registry::feed_for;
 use crate::source::Source;
 use crate::store::{ReconcileRun, Store, StoreError};
 
@@ -30,7 +29,7 @@ pub async fn states<'a>(
             Some(State {
                 source: source.name.as_str().to_owned(),
                 interval: settings.interval,
-                retention: feed_for(source.provider.kind())?.retention(),
+                retention: settings.retention,
                 run: None,
             })
         })

@@ -21,15 +21,13 @@ pub struct Stripe;
 const PAGE_SIZE: u32 = 100;
 
 impl Feed for Stripe {
-    fn requests_per_second(&self, api_key: &str) -> u32 {
+    fn gap(&self, api_key: &str) -> Duration {
         match api_key.starts_with("sk_live_") || api_key.starts_with("rk_live_") {
-            true => 10,
-            false => 2,
+            // 10 a second.
+            true => Duration::from_millis(100),
+            // 2 a second.
+            false => Duration::from_millis(500),
         }
-    }
-
-    fn retention(&self) -> Duration {
-        Duration::from_secs(30 * 24 * 3600)
     }
 
     fn page<'a>(&'a self, api: &'a Api, list: &'a Listing<'a>) -> PageFuture<'a> {

@@ -1,0 +1,161 @@
+//! A provider's record of events, faked in the provider's own dialect
+//! (one file each, built from its published API reference) for the
+//! reconcile tests: events are published into it as the provider would
+//! make them (stamped with the time and kept in creation order), it answers
+//! its listing endpoint with paging, refuses any key but its own, and can
+//! be told to misbehave once per fault (a 429 with `Retry-After`, a page
+//! not as documented). Plain HTTP/1.1 over tokio, one request per
+//! connection; every request is recorded with when it came.
+
+pub mod paddle;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use hookledger::cli::{http_header, read_http_request};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// How one provider lists its events.
+pub trait Dialect: Send + Sync + 'static {
+    /// Stamps `event` with its creation time, as the provider does.
+    fn stamp(&self, event: &mut Value, at: DateTime<Utc>);
+
+    /// The answer to `method target` with `body`, given every event in
+    /// creation order; `None` for a request it does not serve (404).
+    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Value>;
+
+    /// The provider's answer to a key it does not know.
+    fn refused(&self) -> (u16, Value);
+}
+
+/// What the next request gets instead of its answer.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// `429` with `Retry-After: n`.
+    RateLimited(u64),
+    /// `200` with this body.
+    Page(Value),
+}
+
+#[derive(Default)]
+struct Shared {
+    events: Vec<Value>,
+    faults: VecDeque<Fault>,
+    asked: Vec<Asked>,
+}
+
+/// One request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub target: String,
+    pub body: String,
+    pub at: Instant,
+}
+
+pub struct FakeFeed {
+    pub base: String,
+    shared: Arc<Mutex<Shared>>,
+    dialect: Arc<dyn Dialect>,
+}
+
+impl FakeFeed {
+    /// A fake that takes `key` as a bearer token.
+    pub async fn start(dialect: Arc<dyn Dialect>, key: &str) -> FakeFeed {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (state, speaker, key) = (shared.clone(), dialect.clone(), format!("Bearer {key}"));
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let Some((head, body)) = read_http_request(&mut stream).await else {
+                    continue;
+                };
+                let (status, retry, answer) = respond(&state, &*speaker, &key, &head, &body);
+                let retry = retry
+                    .map(|s| format!("Retry-After: {s}\r\n"))
+                    .unwrap_or_default();
+                let answer = answer.to_string();
+                let head = format!(
+                    "HTTP/1.1 {status} Fake\r\nContent-Type: application/json\r\n{retry}\
+                     Date: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    Utc::now().format("%a, %d %b %Y %H:%M:%S GMT"),
+                    answer.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        FakeFeed {
+            base,
+            shared,
+            dialect,
+        }
+    }
+
+    /// Makes `event` at the provider now.
+    pub fn publish(&self, mut event: Value) -> Value {
+        self.dialect.stamp(&mut event, Utc::now());
+        self.shared.lock().unwrap().events.push(event.clone());
+        event
+    }
+
+    /// The next request gets `fault` instead of its answer.
+    pub fn fault(&self, fault: Fault) {
+        self.shared.lock().unwrap().faults.push_back(fault);
+    }
+
+    pub fn asked(&self) -> Vec<Asked> {
+        self.shared.lock().unwrap().asked.clone()
+    }
+}
+
+/// Status, `Retry-After` and body for one request.
+fn respond(
+    state: &Mutex<Shared>,
+    dialect: &dyn Dialect,
+    key: &str,
+    head: &str,
+    body: &[u8],
+) -> (u16, Option<u64>, Value) {
+    let mut shared = state.lock().unwrap();
+    let mut line = head.split(' ');
+    let (method, target) = (
+        line.next().unwrap_or_default(),
+        line.next().unwrap_or_default(),
+    );
+    shared.asked.push(Asked {
+        target: target.to_owned(),
+        body: String::from_utf8_lossy(body).into_owned(),
+        at: Instant::now(),
+    });
+    if http_header(head, "authorization").as_deref() != Some(key) {
+        let (status, answer) = dialect.refused();
+        return (status, None, answer);
+    }
+    match shared.faults.pop_front() {
+        Some(Fault::RateLimited(secs)) => (
+            429,
+            Some(secs),
+            serde_json::json!({"error": {"detail": "too many requests"}}),
+        ),
+        Some(Fault::Page(page)) => (200, None, page),
+        None => match dialect.answer(method, target, body, &shared.events) {
+            Some(answer) => (200, None, answer),
+            None => (
+                404,
+                None,
+                serde_json::json!({"error": {"detail": "not found"}}),
+            ),
+        },
+    }
+}
+
+/// The query of `target` as pairs.
+pub fn query(target: &str) -> Vec<(String, String)> {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    serde_urlencoded::from_str(query).unwrap_or_default()
+}

@@ -24,7 +24,8 @@ use super::fields::{event_id_at, event_type_at, time_order};
 use super::header_tag::{Encoding, HeaderTag};
 use super::mapping::{MapError, Mapping};
 use super::provider::{
-    KindSettings, Provider, Sample, SettingsError, SignedParts, Unsigned, VerifyPolicy,
+    KindSettings, Provider, ReconcileApi, Sample, SettingsError, SignedParts, Unsigned,
+    VerifyPolicy,
 };
 use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
 use super::verification::{Verified, VerifyError};
@@ -107,6 +108,14 @@ impl Provider for Square {
     /// Square's `event_id` is a UUID, the idempotency value its docs name.
     fn global_ids(&self) -> bool {
         true
+    }
+
+    /// `POST /v2/events` (reconcile/square.rs); Square keeps events 28 days.
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
+        Some(ReconcileApi {
+            base: "https://connect.squareup.com",
+            retention_days: 28,
+        })
     }
 
     fn rules(&self) -> &'static [Rule] {

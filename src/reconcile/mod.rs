@@ -11,6 +11,7 @@ mod feed;
 mod paddle;
 mod registry;
 mod run;
+mod square;
 mod state;
 mod stripe;
 

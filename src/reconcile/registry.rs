@@ -2,12 +2,14 @@
 
 use super::feed::Feed;
 use super::paddle::Paddle;
+use super::square::Square;
 use super::stripe::Stripe;
 
 /// The feed of a source kind, if it has one.
 pub fn feed_for(kind: &str) -> Option<&'static dyn Feed> {
     match kind {
         "paddle" => Some(&Paddle),
+        "square" => Some(&Square),
         "stripe" => Some(&Stripe),
         _ => None,
     }

@@ -35,6 +35,13 @@ const PADDLE: FeedCase = FeedCase {
     payment_type: "transaction.completed",
 };
 
+const SQUARE: FeedCase = FeedCase {
+    kind: &crate::kinds::square::SQUARE,
+    dialect: || Arc::new(crate::fake_feed::square::Square),
+    key: "EAAAl_personal_access_token_for_tests",
+    payment_type: "payment.updated",
+};
+
 impl FeedCase {
     /// The kind's source reading `base` with `key`, on demand only.
     fn sources(&self, base: &str, key: &str) -> String {
@@ -187,4 +194,4 @@ macro_rules! feed_cases {
     )*};
 }
 
-feed_cases!(paddle: PADDLE);
+feed_cases!(paddle: PADDLE, square: SQUARE);

@@ -8,6 +8,7 @@
 //! connection; every request is recorded with when it came.
 
 pub mod paddle;
+pub mod square;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

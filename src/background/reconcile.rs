@@ -11,27 +11,39 @@ use tokio::task::JoinHandle;
 use crate::context::Context;
 use crate::reconcile::{ReconcileError, Request, run};
 use crate::source::Source;
+use crate::store::Store;
+
+/// Connections the sweeps of one instance hold at most, apart from the
+/// ones deliveries use (PostgreSQL; SQLite has one writer whatever the
+/// pool).
+const SWEEP_CONNECTIONS: u32 = 2;
 
 /// One task per source that sweeps.
 pub fn spawn(context: &Arc<Context>) -> Vec<JoinHandle<()>> {
     let owner = crate::outbox::owner_name();
+    let store = context.store.side(SWEEP_CONNECTIONS);
     context
         .sources
         .values()
         .filter_map(|source| {
             let interval = source.reconcile.as_ref()?.interval?;
-            let (context, source, owner) = (context.clone(), source.clone(), owner.clone());
+            let (context, source, owner, store) = (
+                context.clone(),
+                source.clone(),
+                owner.clone(),
+                store.clone(),
+            );
             Some(tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(interval).await;
-                    sweep(&context, &source, &owner).await;
+                    sweep(&context, &store, &source, &owner).await;
                 }
             }))
         })
         .collect()
 }
 
-async fn sweep(context: &Context, source: &Source, owner: &str) {
+async fn sweep(context: &Context, store: &Store, source: &Source, owner: &str) {
     let name = source.name.as_str();
     let request = Request {
         owner,
@@ -39,7 +51,7 @@ async fn sweep(context: &Context, source: &Source, owner: &str) {
         dry_run: false,
         clock: context.clock.as_ref(),
     };
-    match run(&context.store, source, &request).await {
+    match run(store, source, &request).await {
         Ok(summary) => {
             context.metrics.reconcile(name, Ok(summary.recovered));
             if summary.recovered > 0 {

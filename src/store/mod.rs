@@ -146,6 +146,27 @@ impl Store {
         }
     }
 
+    /// The same database through a pool of its own of at most
+    /// `max_connections`, for background work (a reconcile sweep) that must
+    /// never take the connections deliveries wait for. PostgreSQL: a second
+    /// pool with the same options, opened lazily. SQLite: the same pool,
+    /// since its one writer is what every write waits for whatever the
+    /// pool, and a statement holds a connection only while it runs.
+    pub fn side(&self, max_connections: u32) -> Store {
+        match self {
+            Store::Sqlite(..) => self.clone(),
+            Store::Postgres(pool, outbox) => {
+                let options = pool.options();
+                let side = PgPoolOptions::new()
+                    .test_before_acquire(false)
+                    .max_connections(max_connections)
+                    .acquire_timeout(options.get_acquire_timeout())
+                    .connect_lazy_with((*pool.connect_options()).clone());
+                Store::Postgres(side, outbox.clone())
+            }
+        }
+    }
+
     /// Applies the embedded migrations for this backend, so that several
     /// instances may start at once: on PostgreSQL sqlx takes an advisory
     /// lock; on SQLite it takes none (two instances would both create the

@@ -496,3 +496,23 @@ both_backends!(
     the_sweep_inside_serve_recovers_without_a_command,
     a_refused_key_is_said_with_the_source_and_fails_the_command,
 );
+
+/// PostgreSQL: the sweep reads and writes through a pool of its own (two
+/// connections), so deliveries never wait for a connection it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeps_connections_are_apart_from_the_deliveries() {
+    let Some(backend) = Backend::postgres_or_skip(
+        "reconcile::the_sweeps_connections_are_apart_from_the_deliveries",
+    ) else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let main = app.store();
+    let before = main.pool_usage();
+    let side = main.side(2);
+    assert_eq!(side.pool_usage().max, 2);
+    assert!(before.max > 2, "{}", before.max);
+    assert!(side.reconcile_runs().await.unwrap().is_empty());
+    assert_eq!(side.pool_usage().open, 1);
+    assert_eq!(main.pool_usage().max, before.max);
+}

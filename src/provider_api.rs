@@ -72,6 +72,10 @@ pub struct Api {
     gap: Duration,
     /// Headers every request carries (a provider's API version).
     headers: Vec<(&'static str, String)>,
+    /// Where the key, `CLIENT_ID:SECRET`, is exchanged for a bearer token
+    /// (OAuth 2.0 client credentials, PayPal's), if it is; and the token.
+    token_path: Option<&'static str>,
+    token: Mutex<Option<Secret>>,
     last: Mutex<Option<Instant>>,
     /// The provider's `Date` on its first answer.
     first_date: std::sync::Mutex<Option<DateTime<Utc>>>,
@@ -96,6 +100,8 @@ impl Api {
             key: key.clone(),
             gap,
             headers: Vec::new(),
+            token_path: None,
+            token: Mutex::new(None),
             last: Mutex::new(None),
             first_date: std::sync::Mutex::new(None),
             tries: TRIES,
@@ -117,6 +123,13 @@ impl Api {
         self
     }
 
+    /// The key is a client id and secret (`CLIENT_ID:SECRET`), exchanged
+    /// at `token_path` for the bearer token the requests carry.
+    pub fn with_client_credentials(mut self, token_path: &'static str) -> Self {
+        self.token_path = Some(token_path);
+        self
+    }
+
     /// The provider's clock when it first answered this run, if it said.
     pub fn first_date(&self) -> Option<DateTime<Utc>> {
         *self.first_date.lock().unwrap_or_else(|e| e.into_inner())
@@ -130,36 +143,86 @@ impl Api {
             true => format!("{}{path}", self.base),
             false => format!("{}{path}?{query}", self.base),
         };
-        self.send(reqwest::Method::GET, &url, None).await
+        self.call(reqwest::Method::GET, &url, None).await
     }
 
     /// POST `body` to `path` (a search that reads, as Square's): the JSON
     /// answer of a `2xx`.
     pub async fn post(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
         let url = format!("{}{path}", self.base);
-        self.send(reqwest::Method::POST, &url, Some(body)).await
+        self.call(reqwest::Method::POST, &url, Some(body)).await
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let bearer = self.bearer().await?;
+        let body = body.map_or(Body::None, Body::Json);
+        self.send(method, url, &Auth::Bearer(bearer.expose()), &body)
+            .await
+    }
+
+    /// The key, or the token it was exchanged for (once a run).
+    async fn bearer(&self) -> Result<Secret, ApiError> {
+        let Some(path) = self.token_path else {
+            return Ok(self.key.clone());
+        };
+        let mut token = self.token.lock().await;
+        if let Some(token) = token.as_ref() {
+            return Ok(token.clone());
+        }
+        let (id, secret) = self.key.expose().split_once(':').unwrap_or_default();
+        let url = format!("{}{path}", self.base);
+        let answer = self
+            .send(
+                reqwest::Method::POST,
+                &url,
+                &Auth::Basic(id, secret),
+                &Body::Form("grant_type=client_credentials"),
+            )
+            .await?;
+        let granted = answer
+            .get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ApiError::Malformed("the token answer has no access_token".into()))?;
+        let granted = Secret::new(granted);
+        *token = Some(granted.clone());
+        Ok(granted)
     }
 
     async fn send(
         &self,
         method: reqwest::Method,
         url: &str,
-        body: Option<&Value>,
+        auth: &Auth<'_>,
+        body: &Body<'_>,
     ) -> Result<Value, ApiError> {
         let mut tried = 0;
         loop {
             tried += 1;
             self.pace().await;
-            let mut request = self
-                .client
-                .request(method.clone(), url)
-                .bearer_auth(self.key.expose());
+            let mut request = self.client.request(method.clone(), url);
+            request = match auth {
+                Auth::Bearer(token) => request.bearer_auth(token),
+                Auth::Basic(id, secret) => request.basic_auth(id, Some(secret)),
+            };
             for (name, value) in &self.headers {
                 request = request.header(*name, value);
             }
-            if let Some(body) = body {
-                request = request.json(body);
-            }
+            request = match body {
+                Body::None => request,
+                Body::Json(body) => request.json(body),
+                Body::Form(form) => request
+                    .header(
+                        reqwest::header::CONTENT_TYPE,
+                        "application/x-www-form-urlencoded",
+                    )
+                    .body(form.to_string()),
+            };
             let sent = request.send().await;
             let sent = match sent {
                 Ok(sent) => sent,
@@ -232,6 +295,18 @@ impl Api {
     }
 }
 
+/// How a request says who sends it.
+enum Auth<'a> {
+    Bearer(&'a str),
+    Basic(&'a str, &'a str),
+}
+
+enum Body<'a> {
+    None,
+    Json(&'a Value),
+    Form(&'a str),
+}
+
 /// `Retry-After` in seconds (the HTTP-date form is not used by the
 /// providers here; it counts as none).
 fn seconds(value: Option<&reqwest::header::HeaderValue>) -> Option<Duration> {
@@ -271,13 +346,15 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
         return String::new();
     };
     // Stripe's `error.message`, Paddle's `error.detail`, Square's
-    // `errors[0].detail`, PayPal's `message`.
+    // `errors[0].detail`, PayPal's `message` (and its token endpoint's
+    // `error_description`).
     let message = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
         [
             "/error/message",
             "/error/detail",
             "/errors/0/detail",
             "/message",
+            "/error_description",
         ]
         .iter()
         .find_map(|at| v.pointer(at).and_then(Value::as_str).map(str::to_owned))
@@ -294,11 +371,16 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
 /// `text` with the key, and every word that looks like a provider key
 /// (Stripe's `sk_`, `rk_`, `pk_`, Paddle's `pdl_`, masked or not), replaced.
 fn redacted(text: &str, key: &str) -> String {
-    let text = if key.is_empty() {
-        text.to_owned()
-    } else {
-        text.replace(key, "<key>")
-    };
+    let mut text = text.to_owned();
+    // The key, and each half of a `CLIENT_ID:SECRET` one.
+    if !key.is_empty() {
+        text = text.replace(key, "<key>");
+    }
+    for part in key.split(':').filter(|part| *part != key) {
+        if part.len() >= 8 {
+            text = text.replace(part, "<key>");
+        }
+    }
     text.split(' ')
         .map(|word| {
             let bare =
@@ -341,6 +423,13 @@ mod tests {
         assert_eq!(
             redacted("echo sk_test_abcd1234 back", "sk_test_abcd1234"),
             "echo <key> back"
+        );
+        assert_eq!(
+            redacted(
+                "Client Authentication failed for AbC123clientid",
+                "AbC123clientid:EFG456secret"
+            ),
+            "Client Authentication failed for <key>"
         );
         assert_eq!(
             redacted("No such event: evt_1", "rk_live_x"),

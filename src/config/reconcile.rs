@@ -34,6 +34,18 @@ pub(super) fn reconcile(
         ));
     };
     let api_key = resolve_secret(&raw.api_key, env, &format!("{key}.api_key"))?;
+    let halves = api_key.expose().split_once(':');
+    if api.client_credentials
+        && halves.is_none_or(|(id, secret)| id.is_empty() || secret.is_empty())
+    {
+        return Err(ConfigError::new(
+            format!("{key}.api_key"),
+            format!(
+                "must be the app's CLIENT_ID:SECRET for kind {}",
+                provider.kind()
+            ),
+        ));
+    }
     let api_base = raw.api_base.as_deref().unwrap_or(api.base);
     let api_base = checked_base(api_base)
         .map_err(|e| ConfigError::new(format!("{key}.api_base"), e))?

@@ -78,3 +78,19 @@ fn each_kind_reads_back_as_far_as_its_provider_keeps_events() {
     );
     assert!(stripe.contains("30 days"), "{stripe}");
 }
+
+#[test]
+fn a_paypal_source_reconciles_with_its_apps_client_id_and_secret() {
+    let paypal = "[[sources]]\nname = \"pp\"\nkind = \"paypal\"\nwebhook_id = \"4JH86294D6297924G\"\n\
+                  certificates = [\"tests/fixtures/paypal/throwaway-cert.pem\"]\n\
+                  [sources.reconcile]\n";
+    let text = format!("{paypal}api_key = \"env:PAYPAL_APP\"\n");
+    let config = parse(&text, &[("PAYPAL_APP", "AbC123id:EFG456secret")]).unwrap();
+    let reconcile = config.sources[0].reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.api_base, "https://api-m.paypal.com");
+    for bare in ["AbC123id", "AbC123id:", ":EFG456secret"] {
+        let said = problem(&text, &[("PAYPAL_APP", bare)]);
+        assert!(said.contains("must be the app's CLIENT_ID:SECRET"), "{said}");
+        assert!(!said.contains("EFG456"), "{said}");
+    }
+}

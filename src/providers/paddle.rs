@@ -153,6 +153,7 @@ impl Provider for Paddle {
         Some(ReconcileApi {
             base: "https://api.paddle.com",
             retention_days: 90,
+            client_credentials: false,
         })
     }
 

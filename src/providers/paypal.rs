@@ -33,7 +33,8 @@ use super::delivery::Delivery;
 use super::fields::{event_id_at, event_type_at, rfc3339, time_order};
 use super::mapping::{MapError, Mapping};
 use super::provider::{
-    KindSettings, Provider, Sample, SettingsError, SignedParts, Unsigned, VerifyPolicy,
+    KindSettings, Provider, ReconcileApi, Sample, SettingsError, SignedParts, Unsigned,
+    VerifyPolicy,
 };
 use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
 use super::verification::{Verified, VerifyError};
@@ -138,6 +139,17 @@ impl Provider for PayPal {
     /// PayPal event ids (`WH-`) and refund ids are PayPal-wide.
     fn global_ids(&self) -> bool {
         true
+    }
+
+    /// `GET /v1/notifications/webhooks-events` (reconcile/paypal.rs) with
+    /// the app's client id and secret. PayPal's reference names no
+    /// retention for it: hookledger reads back at most 30 days.
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
+        Some(ReconcileApi {
+            base: "https://api-m.paypal.com",
+            retention_days: 30,
+            client_credentials: true,
+        })
     }
 
     fn rules(&self) -> &'static [Rule] {

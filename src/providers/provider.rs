@@ -20,6 +20,9 @@ pub struct ReconcileApi {
     pub base: &'static str,
     /// How long the provider keeps events readable.
     pub retention_days: u64,
+    /// The key is an app's `CLIENT_ID:SECRET`, exchanged for a token
+    /// (OAuth 2.0 client credentials), not a bearer key itself.
+    pub client_credentials: bool,
 }
 
 pub trait Provider: Sync + 'static {

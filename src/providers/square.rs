@@ -115,6 +115,7 @@ impl Provider for Square {
         Some(ReconcileApi {
             base: "https://connect.squareup.com",
             retention_days: 28,
+            client_credentials: false,
         })
     }
 

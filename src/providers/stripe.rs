@@ -236,6 +236,7 @@ impl Provider for Stripe {
         Some(ReconcileApi {
             base: "https://api.stripe.com",
             retention_days: 30,
+            client_credentials: false,
         })
     }
 

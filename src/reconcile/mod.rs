@@ -9,6 +9,7 @@
 
 mod feed;
 mod paddle;
+mod paypal;
 mod registry;
 mod run;
 mod square;

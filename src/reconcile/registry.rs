@@ -2,6 +2,7 @@
 
 use super::feed::Feed;
 use super::paddle::Paddle;
+use super::paypal::PayPal;
 use super::square::Square;
 use super::stripe::Stripe;
 
@@ -9,6 +10,7 @@ use super::stripe::Stripe;
 pub fn feed_for(kind: &str) -> Option<&'static dyn Feed> {
     match kind {
         "paddle" => Some(&Paddle),
+        "paypal" => Some(&PayPal),
         "square" => Some(&Square),
         "stripe" => Some(&Stripe),
         _ => None,

@@ -42,6 +42,13 @@ const SQUARE: FeedCase = FeedCase {
     payment_type: "payment.updated",
 };
 
+const PAYPAL: FeedCase = FeedCase {
+    kind: &crate::kinds::paypal::PAYPAL,
+    dialect: || Arc::new(crate::fake_feed::paypal::PayPal),
+    key: "AbC123fakeClientId:EFG456fakeClientSecret",
+    payment_type: "PAYMENT.CAPTURE.COMPLETED",
+};
+
 impl FeedCase {
     /// The kind's source reading `base` with `key`, on demand only.
     fn sources(&self, base: &str, key: &str) -> String {
@@ -121,7 +128,7 @@ async fn a_429_is_waited_out_as_its_retry_after_says(backend: Backend, case: &Fe
     let dir = config_dir(&app, &sources);
     let summary = case.summary(&dir);
     assert_eq!(summary["recovered"], 1, "{summary}");
-    let asked = feed.asked();
+    let asked: Vec<_> = feed.asked().into_iter().filter(|a| a.listing).collect();
     let waited = asked[1].at - asked[0].at;
     assert!(waited >= Duration::from_secs(3), "{waited:?}");
     assert_eq!(app.balance("acct_1", "USD").await, 700);
@@ -141,6 +148,14 @@ async fn a_refused_key_fails_the_command_naming_the_source(backend: Backend, cas
         case.kind.source
     );
     assert!(out.contains(&said), "{out}");
+    // And says the provider's own words.
+    let (status, answer) = (case.dialect)().refused();
+    assert!(out.contains(&format!("HTTP {status}: ")), "{out}");
+    let words = ["/error/detail", "/errors/0/detail", "/error_description"]
+        .iter()
+        .find_map(|at| answer.pointer(at).and_then(Value::as_str))
+        .unwrap();
+    assert!(out.contains(words), "{out}");
     assert!(!out.contains(&wrong), "the key is never shown: {out}");
     assert_eq!(app.balance("acct_1", "USD").await, 0);
 }
@@ -194,4 +209,4 @@ macro_rules! feed_cases {
     )*};
 }
 
-feed_cases!(paddle: PADDLE, square: SQUARE);
+feed_cases!(paddle: PADDLE, paypal: PAYPAL, square: SQUARE);

@@ -8,6 +8,7 @@
 //! connection; every request is recorded with when it came.
 
 pub mod paddle;
+pub mod paypal;
 pub mod square;
 
 use std::collections::VecDeque;
@@ -31,6 +32,18 @@ pub trait Dialect: Send + Sync + 'static {
 
     /// The provider's answer to a key it does not know.
     fn refused(&self) -> (u16, Value);
+
+    /// Whether a request to `target` carrying `authorization` is let in by
+    /// a fake that takes `key`: by default, the key as a bearer token.
+    fn authorized(&self, _target: &str, authorization: Option<&str>, key: &str) -> bool {
+        authorization == Some(format!("Bearer {key}").as_str())
+    }
+
+    /// Whether `target` lists events (faults are for those; a token
+    /// request is not one).
+    fn lists(&self, _target: &str) -> bool {
+        true
+    }
 }
 
 /// What the next request gets instead of its answer.
@@ -52,6 +65,8 @@ struct Shared {
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
 pub struct Asked {
+    /// Whether it listed events.
+    pub listing: bool,
     pub target: String,
     pub body: String,
     pub at: Instant,
@@ -69,7 +84,7 @@ impl FakeFeed {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let (state, speaker, key) = (shared.clone(), dialect.clone(), format!("Bearer {key}"));
+        let (state, speaker, key) = (shared.clone(), dialect.clone(), key.to_owned());
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let Some((head, body)) = read_http_request(&mut stream).await else {
@@ -104,7 +119,7 @@ impl FakeFeed {
         event
     }
 
-    /// The next request gets `fault` instead of its answer.
+    /// The next listing request gets `fault` instead of its answer.
     pub fn fault(&self, fault: Fault) {
         self.shared.lock().unwrap().faults.push_back(fault);
     }
@@ -128,16 +143,22 @@ fn respond(
         line.next().unwrap_or_default(),
         line.next().unwrap_or_default(),
     );
+    let listing = dialect.lists(target);
     shared.asked.push(Asked {
+        listing,
         target: target.to_owned(),
         body: String::from_utf8_lossy(body).into_owned(),
         at: Instant::now(),
     });
-    if http_header(head, "authorization").as_deref() != Some(key) {
+    if !dialect.authorized(target, http_header(head, "authorization").as_deref(), key) {
         let (status, answer) = dialect.refused();
         return (status, None, answer);
     }
-    match shared.faults.pop_front() {
+    let fault = match listing {
+        true => shared.faults.pop_front(),
+        false => None,
+    };
+    match fault {
         Some(Fault::RateLimited(secs)) => (
             429,
             Some(secs),

@@ -76,6 +76,9 @@ pub struct Api {
     /// (OAuth 2.0 client credentials, PayPal's), if it is; and the token.
     token_path: Option<&'static str>,
     token: Mutex<Option<Secret>>,
+    /// The header the key goes in instead of `Authorization: Bearer`
+    /// (Shopify's `X-Shopify-Access-Token`).
+    key_header: Option<&'static str>,
     last: Mutex<Option<Instant>>,
     /// The provider's `Date` on its first answer.
     first_date: std::sync::Mutex<Option<DateTime<Utc>>>,
@@ -102,6 +105,7 @@ impl Api {
             headers: Vec::new(),
             token_path: None,
             token: Mutex::new(None),
+            key_header: None,
             last: Mutex::new(None),
             first_date: std::sync::Mutex::new(None),
             tries: TRIES,
@@ -130,6 +134,12 @@ impl Api {
         self
     }
 
+    /// The key goes in header `name`, not as a bearer token.
+    pub fn with_key_header(mut self, name: &'static str) -> Self {
+        self.key_header = Some(name);
+        self
+    }
+
     /// The provider's clock when it first answered this run, if it said.
     pub fn first_date(&self) -> Option<DateTime<Utc>> {
         *self.first_date.lock().unwrap_or_else(|e| e.into_inner())
@@ -143,6 +153,23 @@ impl Api {
             true => format!("{}{path}", self.base),
             false => format!("{}{path}?{query}", self.base),
         };
+        Ok(self.call(reqwest::Method::GET, &url, None).await?.0)
+    }
+
+    /// GET `path` with `query`: the JSON answer of a `2xx`, and the path
+    /// and query of the next page its `Link` header names (`rel="next"`,
+    /// on any host: it is asked of this API).
+    pub async fn get_linked(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<(Value, Option<String>), ApiError> {
+        let query = serde_urlencoded::to_string(query)
+            .map_err(|e| ApiError::Malformed(format!("a query that cannot be sent: {e}")))?;
+        let url = match query.is_empty() {
+            true => format!("{}{path}", self.base),
+            false => format!("{}{path}?{query}", self.base),
+        };
         self.call(reqwest::Method::GET, &url, None).await
     }
 
@@ -150,7 +177,7 @@ impl Api {
     /// answer of a `2xx`.
     pub async fn post(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
         let url = format!("{}{path}", self.base);
-        self.call(reqwest::Method::POST, &url, Some(body)).await
+        Ok(self.call(reqwest::Method::POST, &url, Some(body)).await?.0)
     }
 
     async fn call(
@@ -158,11 +185,14 @@ impl Api {
         method: reqwest::Method,
         url: &str,
         body: Option<&Value>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<(Value, Option<String>), ApiError> {
         let bearer = self.bearer().await?;
         let body = body.map_or(Body::None, Body::Json);
-        self.send(method, url, &Auth::Bearer(bearer.expose()), &body)
-            .await
+        let auth = match self.key_header {
+            Some(name) => Auth::Header(name, bearer.expose()),
+            None => Auth::Bearer(bearer.expose()),
+        };
+        self.send(method, url, &auth, &body).await
     }
 
     /// The key, or the token it was exchanged for (once a run).
@@ -176,7 +206,7 @@ impl Api {
         }
         let (id, secret) = self.key.expose().split_once(':').unwrap_or_default();
         let url = format!("{}{path}", self.base);
-        let answer = self
+        let (answer, _) = self
             .send(
                 reqwest::Method::POST,
                 &url,
@@ -200,7 +230,7 @@ impl Api {
         url: &str,
         auth: &Auth<'_>,
         body: &Body<'_>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<(Value, Option<String>), ApiError> {
         let mut tried = 0;
         loop {
             tried += 1;
@@ -209,6 +239,7 @@ impl Api {
             request = match auth {
                 Auth::Bearer(token) => request.bearer_auth(token),
                 Auth::Basic(id, secret) => request.basic_auth(id, Some(secret)),
+                Auth::Header(name, key) => request.header(*name, *key),
             };
             for (name, value) in &self.headers {
                 request = request.header(*name, value);
@@ -240,9 +271,11 @@ impl Api {
             let status = sent.status();
             let retry_after = seconds(sent.headers().get(reqwest::header::RETRY_AFTER));
             if status.is_success() {
+                let next = next_link(sent.headers().get(reqwest::header::LINK));
                 let body = bounded(sent).await?;
-                return serde_json::from_slice(&body)
-                    .map_err(|e| ApiError::Malformed(format!("not JSON: {e}")));
+                let body = serde_json::from_slice(&body)
+                    .map_err(|e| ApiError::Malformed(format!("not JSON: {e}")))?;
+                return Ok((body, next));
             }
             let detail = detail(sent, self.key.expose()).await;
             let code = status.as_u16();
@@ -299,6 +332,23 @@ impl Api {
 enum Auth<'a> {
     Bearer(&'a str),
     Basic(&'a str, &'a str),
+    Header(&'static str, &'a str),
+}
+
+/// The path and query of the `rel="next"` entry of a `Link` header
+/// (RFC 8288: `<url>; rel="next", <url>; rel="previous"`).
+fn next_link(value: Option<&reqwest::header::HeaderValue>) -> Option<String> {
+    let text = value?.to_str().ok()?;
+    text.split(',').find_map(|entry| {
+        let (target, params) = entry.split_once(';')?;
+        let next = params
+            .split(';')
+            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"));
+        let url = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let path = &rest[rest.find('/')?..];
+        next.then(|| path.to_owned())
+    })
 }
 
 enum Body<'a> {
@@ -347,7 +397,7 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
     };
     // Stripe's `error.message`, Paddle's `error.detail`, Square's
     // `errors[0].detail`, PayPal's `message` (and its token endpoint's
-    // `error_description`).
+    // `error_description`), Shopify's `errors` string.
     let message = serde_json::from_slice::<Value>(&body).ok().and_then(|v| {
         [
             "/error/message",
@@ -355,6 +405,7 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
             "/errors/0/detail",
             "/message",
             "/error_description",
+            "/errors",
         ]
         .iter()
         .find_map(|at| v.pointer(at).and_then(Value::as_str).map(str::to_owned))
@@ -409,7 +460,24 @@ fn without_url(error: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redacted;
+    use super::{next_link, redacted};
+
+    #[test]
+    fn a_link_header_names_the_next_page_on_this_api() {
+        let header = |text: &str| reqwest::header::HeaderValue::from_str(text).unwrap();
+        let both = header(
+            "<https://shop.myshopify.com/admin/api/2026-07/orders.json?limit=250&page_info=abc>; \
+             rel=\"previous\", <https://shop.myshopify.com/admin/api/2026-07/orders.json?\
+             limit=250&page_info=def>; rel=\"next\"",
+        );
+        assert_eq!(
+            next_link(Some(&both)).as_deref(),
+            Some("/admin/api/2026-07/orders.json?limit=250&page_info=def")
+        );
+        let last = header("<https://shop.myshopify.com/x?page_info=abc>; rel=\"previous\"");
+        assert_eq!(next_link(Some(&last)), None);
+        assert_eq!(next_link(None), None);
+    }
 
     #[test]
     fn a_providers_message_never_carries_the_key() {

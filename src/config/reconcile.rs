@@ -46,7 +46,16 @@ pub(super) fn reconcile(
             ),
         ));
     }
-    let api_base = raw.api_base.as_deref().unwrap_or(api.base);
+    let Some(api_base) = raw.api_base.as_deref().or(api.base) else {
+        return Err(ConfigError::new(
+            format!("{key}.api_base"),
+            format!(
+                "is required for kind {}: each account has its own API (a Shopify shop's \
+                 is https://<shop>.myshopify.com)",
+                provider.kind()
+            ),
+        ));
+    };
     let api_base = checked_base(api_base)
         .map_err(|e| ConfigError::new(format!("{key}.api_base"), e))?
         .to_owned();

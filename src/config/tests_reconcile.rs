@@ -90,7 +90,10 @@ fn a_paypal_source_reconciles_with_its_apps_client_id_and_secret() {
     assert_eq!(reconcile.api_base, "https://api-m.paypal.com");
     for bare in ["AbC123id", "AbC123id:", ":EFG456secret"] {
         let said = problem(&text, &[("PAYPAL_APP", bare)]);
-        assert!(said.contains("must be the app's CLIENT_ID:SECRET"), "{said}");
+        assert!(
+            said.contains("must be the app's CLIENT_ID:SECRET"),
+            "{said}"
+        );
         assert!(!said.contains("EFG456"), "{said}");
     }
 }

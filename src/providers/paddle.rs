@@ -151,7 +151,7 @@ impl Provider for Paddle {
     /// `GET /events` (reconcile/paddle.rs); Paddle keeps events 90 days.
     fn reconcile_api(&self) -> Option<ReconcileApi> {
         Some(ReconcileApi {
-            base: "https://api.paddle.com",
+            base: Some("https://api.paddle.com"),
             retention_days: 90,
             client_credentials: false,
         })

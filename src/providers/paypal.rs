@@ -146,7 +146,7 @@ impl Provider for PayPal {
     /// retention for it: hookledger reads back at most 30 days.
     fn reconcile_api(&self) -> Option<ReconcileApi> {
         Some(ReconcileApi {
-            base: "https://api-m.paypal.com",
+            base: Some("https://api-m.paypal.com"),
             retention_days: 30,
             client_credentials: true,
         })

@@ -16,8 +16,9 @@ use crate::secret::{KeyBytes, Secret};
 /// Where a kind's events can be read back, and for how long.
 #[derive(Debug, Clone, Copy)]
 pub struct ReconcileApi {
-    /// The API's scheme and host.
-    pub base: &'static str,
+    /// The API's scheme and host; `None` where each account has its own
+    /// (a Shopify shop), so `api_base` must say it.
+    pub base: Option<&'static str>,
     /// How long the provider keeps events readable.
     pub retention_days: u64,
     /// The key is an app's `CLIENT_ID:SECRET`, exchanged for a token

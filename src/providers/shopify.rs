@@ -39,7 +39,7 @@ use super::delivery::Delivery;
 use super::fields::{body_digest_id, sequence_of, time_of};
 use super::header_tag::{Encoding, HeaderTag};
 use super::mapping::{MapError, Mapping};
-use super::provider::{Provider, Sample, SignedParts, Unsigned, VerifyPolicy};
+use super::provider::{Provider, ReconcileApi, Sample, SignedParts, Unsigned, VerifyPolicy};
 use super::rules::{Amount, Condition, Effect, EventView, Key, Rule, map_event};
 use super::verification::{Verified, VerifyError};
 use crate::domain::{AmountFormat, Basis, Currency, NormalisedEvent, PositiveAmount, format_minor};
@@ -186,6 +186,16 @@ impl Provider for Shopify {
 
     fn default_tolerance_secs(&self) -> u64 {
         0
+    }
+
+    /// The shop's orders (reconcile/shopify.rs); REST lists the last 60
+    /// days of orders to an app without `read_all_orders`.
+    fn reconcile_api(&self) -> Option<ReconcileApi> {
+        Some(ReconcileApi {
+            base: None,
+            retention_days: 60,
+            client_credentials: false,
+        })
     }
 
     fn default_account_path(&self) -> &'static str {

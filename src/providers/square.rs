@@ -113,7 +113,7 @@ impl Provider for Square {
     /// `POST /v2/events` (reconcile/square.rs); Square keeps events 28 days.
     fn reconcile_api(&self) -> Option<ReconcileApi> {
         Some(ReconcileApi {
-            base: "https://connect.squareup.com",
+            base: Some("https://connect.squareup.com"),
             retention_days: 28,
             client_credentials: false,
         })

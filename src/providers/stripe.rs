@@ -234,7 +234,7 @@ impl Provider for Stripe {
 
     fn reconcile_api(&self) -> Option<ReconcileApi> {
         Some(ReconcileApi {
-            base: "https://api.stripe.com",
+            base: Some("https://api.stripe.com"),
             retention_days: 30,
             client_credentials: false,
         })

@@ -11,11 +11,34 @@ use serde_json::Value;
 
 use crate::provider_api::{Api, ApiError};
 
-/// A page: each event as (its time in unix seconds, its id, the record),
-/// and the cursor of the next page, if there is one.
+/// A page: its events, and the cursor of the next page, if there is one.
 pub struct Page {
-    pub events: Vec<(i64, String, Value)>,
+    pub events: Vec<Listed>,
     pub next: Option<String>,
+}
+
+/// One event as the provider lists it.
+pub struct Listed {
+    /// Its time, in unix seconds.
+    pub at: i64,
+    /// Its id, unique across the run's listings.
+    pub id: String,
+    /// The body its webhook would have.
+    pub record: Value,
+    /// A header its webhook would carry, for a provider that names the
+    /// topic there and not in the body (Shopify's `X-Shopify-Topic`).
+    pub header: Option<(&'static str, &'static str)>,
+}
+
+impl Listed {
+    pub fn new(at: i64, id: String, record: Value) -> Listed {
+        Listed {
+            at,
+            id,
+            record,
+            header: None,
+        }
+    }
 }
 
 /// Which page of the provider's events to read.
@@ -35,6 +58,12 @@ pub trait Feed: Sync {
     /// The API as this provider wants it asked (a version header).
     fn prepare(&self, api: Api) -> Api {
         api
+    }
+
+    /// What a run lists for the event types the source maps: by default
+    /// one listing per type.
+    fn listings<'t>(&self, types: Vec<&'t str>) -> Vec<&'t str> {
+        types
     }
 
     /// The page of events of `event_type` created at or after

@@ -12,6 +12,7 @@ mod paddle;
 mod paypal;
 mod registry;
 mod run;
+mod shopify;
 mod square;
 mod state;
 mod stripe;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::DateTime;
 use serde_json::Value;
 
-use super::feed::{Feed, Listing, Page, PageFuture};
+use super::feed::{Feed, Listed, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Paddle;
@@ -74,7 +74,8 @@ fn page(answer: Value, from_secs: i64) -> Result<Page, ApiError> {
             reached_start = true;
             continue;
         }
-        events.push((at.timestamp(), id.to_owned(), item));
+        let id = id.to_owned();
+        events.push(Listed::new(at.timestamp(), id, item));
     }
     let next = match (has_more && !reached_start, last_id) {
         (true, Some(id)) => Some(id),
@@ -106,7 +107,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(first.next.as_deref(), Some("evt_1"));
-        assert_eq!(first.events[0].0, 1_795_860_002);
+        assert_eq!(first.events[0].at, 1_795_860_002);
         // 10:00:01 is before a window starting at 10:00:02: dropped, and
         // no page after it is read.
         let last = page(
@@ -118,7 +119,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(last.events.len(), 1);
-        assert_eq!(last.events[0].1, "evt_2");
+        assert_eq!(last.events[0].id, "evt_2");
         assert!(last.next.is_none());
     }
 

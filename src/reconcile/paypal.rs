@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
-use super::feed::{Feed, Listing, Page, PageFuture};
+use super::feed::{Feed, Listed, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct PayPal;
@@ -79,7 +79,8 @@ fn page(answer: Value) -> Result<Page, ApiError> {
                 "events[{i}] lacks a string id and event_type or an RFC 3339 create_time"
             )));
         };
-        events.push((at.timestamp(), id.to_owned(), item));
+        let id = id.to_owned();
+        events.push(Listed::new(at.timestamp(), id, item));
     }
     let links = match answer.get("links") {
         None => Vec::new(),
@@ -128,7 +129,7 @@ mod tests {
             first.next.as_deref(),
             Some("/v1/notifications/webhooks-events?page_size=100&move_to=next&index_id=2")
         );
-        assert_eq!(first.events[0].0, 1_795_860_002);
+        assert_eq!(first.events[0].at, 1_795_860_002);
         let last = page(json!({"events": [], "links": []})).unwrap();
         assert!(last.next.is_none());
     }

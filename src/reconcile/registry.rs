@@ -3,6 +3,7 @@
 use super::feed::Feed;
 use super::paddle::Paddle;
 use super::paypal::PayPal;
+use super::shopify::Shopify;
 use super::square::Square;
 use super::stripe::Stripe;
 
@@ -11,6 +12,7 @@ pub fn feed_for(kind: &str) -> Option<&'static dyn Feed> {
     match kind {
         "paddle" => Some(&Paddle),
         "paypal" => Some(&PayPal),
+        "shopify" => Some(&Shopify),
         "square" => Some(&Square),
         "stripe" => Some(&Stripe),
         _ => None,

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
-use serde_json::Value;
 
-use super::feed::{Feed, Listing};
+use super::feed::{Feed, Listed, Listing};
 use super::registry::feed_for;
 use crate::clock::Clock;
 use crate::domain::{Movement, NormalisedEvent, Origin};
@@ -246,10 +245,11 @@ async fn list(
     source: &Source,
     from: DateTime<Utc>,
     lease: &mut Lease<'_>,
-) -> Result<Vec<(i64, String, Value)>, ReconcileError> {
+) -> Result<Vec<Listed>, ReconcileError> {
     let mut types = mapped_types(source.provider.rules(), &source.mapping);
     types.sort_unstable();
     types.dedup();
+    let types = feed.listings(types);
     let mut listed = Vec::new();
     for event_type in types {
         let mut after: Option<String> = None;
@@ -285,8 +285,8 @@ async fn list(
             }
         }
     }
-    listed.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    listed.dedup_by(|a, b| a.1 == b.1);
+    listed.sort_by(|a, b| (a.at, &a.id).cmp(&(b.at, &b.id)));
+    listed.dedup_by(|a, b| a.id == b.id);
     Ok(listed)
 }
 
@@ -294,17 +294,17 @@ async fn list(
 async fn apply_all(
     store: &Store,
     source: &Source,
-    listed: Vec<(i64, String, Value)>,
+    listed: Vec<Listed>,
     request: &Request<'_>,
     lease: &mut Lease<'_>,
     summary: &mut Summary,
 ) -> Result<(), ReconcileError> {
     summary.listed = listed.len() as u64;
-    for (_, _, record) in listed {
+    for event in listed {
         if !request.dry_run {
             lease.take(false).await?;
         }
-        apply(store, source, &record, request, summary).await?;
+        apply(store, source, &event, request, summary).await?;
     }
     Ok(())
 }
@@ -314,14 +314,22 @@ async fn apply_all(
 async fn apply(
     store: &Store,
     source: &Source,
-    record: &Value,
+    listed: &Listed,
     request: &Request<'_>,
     summary: &mut Summary,
 ) -> Result<(), ReconcileError> {
-    let body = serde_json::to_vec(record).unwrap_or_default();
+    let body = serde_json::to_vec(&listed.record).unwrap_or_default();
     let payload_sha256 = sha256_hex(&body);
     let received_at = request.clock.now();
-    let events = mapped(source, &body, &payload_sha256, received_at);
+    let events = {
+        let header: Vec<(&str, &str)> = listed.header.into_iter().collect();
+        let delivery = Delivery {
+            headers: &HeaderPairs(&header),
+            body: &body,
+            received_at,
+        };
+        mapped(source, &delivery, &payload_sha256)
+    };
     if events.iter().all(|e| matches!(e.movement, Movement::None)) {
         summary.not_mapped += 1;
         return Ok(());
@@ -368,23 +376,13 @@ async fn apply(
 /// The events of `body` as the source maps a delivery of it. Fetched over
 /// TLS from the provider with the source's own key: there is no webhook
 /// signature to check.
-fn mapped(
-    source: &Source,
-    body: &[u8],
-    payload_sha256: &str,
-    received_at: DateTime<Utc>,
-) -> Vec<NormalisedEvent> {
-    let delivery = Delivery {
-        headers: &HeaderPairs(&[]),
-        body,
-        received_at,
-    };
+fn mapped(source: &Source, delivery: &Delivery<'_>, payload_sha256: &str) -> Vec<NormalisedEvent> {
     let verified = Verified {
         key_index: 0,
         timestamp: None,
         event_id: None,
     };
-    storable_events(source, &verified, &delivery, payload_sha256)
+    storable_events(source, &verified, delivery, payload_sha256)
 }
 
 fn lease_ms() -> i64 {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
-use super::feed::{Feed, Listing, Page, PageFuture};
+use super::feed::{Feed, Listed, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Square;
@@ -82,7 +82,8 @@ fn page(answer: Value) -> Result<Page, ApiError> {
                 "events[{i}] lacks a string event_id and type or an RFC 3339 created_at"
             )));
         };
-        events.push((at.timestamp(), id.to_owned(), item));
+        let id = id.to_owned();
+        events.push(Listed::new(at.timestamp(), id, item));
     }
     let next = match answer.get("cursor") {
         None => None,
@@ -105,7 +106,7 @@ mod tests {
             "created_at": "2026-11-28T10:00:02.123456789Z", "data": {}}], "cursor": "c2"});
         let first = page(answer).unwrap();
         assert_eq!(first.next.as_deref(), Some("c2"));
-        assert_eq!(first.events[0].0, 1_795_860_002);
+        assert_eq!(first.events[0].at, 1_795_860_002);
         let empty = page(json!({})).unwrap();
         assert!(empty.events.is_empty() && empty.next.is_none());
     }

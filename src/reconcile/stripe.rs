@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::feed::{Feed, Listing, Page, PageFuture};
+use super::feed::{Feed, Listed, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Stripe;
@@ -67,10 +67,11 @@ fn page(answer: Value) -> Result<Page, ApiError> {
                 "data[{i}] lacks a string id and type or an integer created"
             )));
         };
-        events.push((created, id.to_owned(), item));
+        let id = id.to_owned();
+        events.push(Listed::new(created, id, item));
     }
     let next = match (has_more, events.last()) {
-        (true, Some((_, id, _))) => Some(id.clone()),
+        (true, Some(Listed { id, .. })) => Some(id.clone()),
         (true, None) => return Err(malformed("has_more with an empty page".into())),
         (false, _) => None,
     };
@@ -91,8 +92,8 @@ mod tests {
         ]});
         let first = page(answer).unwrap();
         assert_eq!(first.next.as_deref(), Some("evt_1"));
-        assert_eq!(first.events[0].0, 20);
-        assert_eq!(first.events[1].1, "evt_1");
+        assert_eq!(first.events[0].at, 20);
+        assert_eq!(first.events[1].id, "evt_1");
         let last = page(json!({"has_more": false, "data": []}));
         assert!(last.unwrap().next.is_none());
     }

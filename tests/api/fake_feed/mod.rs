@@ -9,6 +9,7 @@
 
 pub mod paddle;
 pub mod paypal;
+pub mod shopify;
 pub mod square;
 
 use std::collections::VecDeque;
@@ -28,21 +29,34 @@ pub trait Dialect: Send + Sync + 'static {
 
     /// The answer to `method target` with `body`, given every event in
     /// creation order; `None` for a request it does not serve (404).
-    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Value>;
+    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Reply>;
 
     /// The provider's answer to a key it does not know.
     fn refused(&self) -> (u16, Value);
 
-    /// Whether a request to `target` carrying `authorization` is let in by
-    /// a fake that takes `key`: by default, the key as a bearer token.
-    fn authorized(&self, _target: &str, authorization: Option<&str>, key: &str) -> bool {
-        authorization == Some(format!("Bearer {key}").as_str())
+    /// Whether a request to `target` with headers `head` is let in by a
+    /// fake that takes `key`: by default, the key as a bearer token.
+    fn authorized(&self, _target: &str, head: &str, key: &str) -> bool {
+        http_header(head, "authorization") == Some(format!("Bearer {key}"))
     }
 
     /// Whether `target` lists events (faults are for those; a token
     /// request is not one).
     fn lists(&self, _target: &str) -> bool {
         true
+    }
+}
+
+/// An answer: its JSON body, and a `Link` header's next page (Shopify's
+/// paging).
+pub struct Reply {
+    pub body: Value,
+    pub next: Option<String>,
+}
+
+impl From<Value> for Reply {
+    fn from(body: Value) -> Reply {
+        Reply { body, next: None }
     }
 }
 
@@ -91,12 +105,15 @@ impl FakeFeed {
                     continue;
                 };
                 let (status, retry, answer) = respond(&state, &*speaker, &key, &head, &body);
-                let retry = retry
+                let mut extra = retry
                     .map(|s| format!("Retry-After: {s}\r\n"))
                     .unwrap_or_default();
-                let answer = answer.to_string();
+                if let Some(next) = &answer.next {
+                    extra.push_str(&format!("Link: <{next}>; rel=\"next\"\r\n"));
+                }
+                let answer = answer.body.to_string();
                 let head = format!(
-                    "HTTP/1.1 {status} Fake\r\nContent-Type: application/json\r\n{retry}\
+                    "HTTP/1.1 {status} Fake\r\nContent-Type: application/json\r\n{extra}\
                      Date: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     Utc::now().format("%a, %d %b %Y %H:%M:%S GMT"),
                     answer.len()
@@ -129,6 +146,9 @@ impl FakeFeed {
     }
 }
 
+/// Status, `Retry-After` and the answer.
+type Answered = (u16, Option<u64>, Reply);
+
 /// Status, `Retry-After` and body for one request.
 fn respond(
     state: &Mutex<Shared>,
@@ -136,7 +156,7 @@ fn respond(
     key: &str,
     head: &str,
     body: &[u8],
-) -> (u16, Option<u64>, Value) {
+) -> Answered {
     let mut shared = state.lock().unwrap();
     let mut line = head.split(' ');
     let (method, target) = (
@@ -150,9 +170,9 @@ fn respond(
         body: String::from_utf8_lossy(body).into_owned(),
         at: Instant::now(),
     });
-    if !dialect.authorized(target, http_header(head, "authorization").as_deref(), key) {
+    if !dialect.authorized(target, head, key) {
         let (status, answer) = dialect.refused();
-        return (status, None, answer);
+        return (status, None, answer.into());
     }
     let fault = match listing {
         true => shared.faults.pop_front(),
@@ -162,15 +182,15 @@ fn respond(
         Some(Fault::RateLimited(secs)) => (
             429,
             Some(secs),
-            serde_json::json!({"error": {"detail": "too many requests"}}),
+            serde_json::json!({"error": {"detail": "too many requests"}}).into(),
         ),
-        Some(Fault::Page(page)) => (200, None, page),
+        Some(Fault::Page(page)) => (200, None, page.into()),
         None => match dialect.answer(method, target, body, &shared.events) {
             Some(answer) => (200, None, answer),
             None => (
                 404,
                 None,
-                serde_json::json!({"error": {"detail": "not found"}}),
+                serde_json::json!({"error": {"detail": "not found"}}).into(),
             ),
         },
     }

@@ -10,7 +10,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::{Dialect, query};
+use super::{Dialect, Reply, query};
 
 const MAX_PER_PAGE: usize = 10;
 
@@ -25,7 +25,7 @@ impl Dialect for Paddle {
         }
     }
 
-    fn answer(&self, method: &str, target: &str, _body: &[u8], events: &[Value]) -> Option<Value> {
+    fn answer(&self, method: &str, target: &str, _body: &[u8], events: &[Value]) -> Option<Reply> {
         if method != "GET" || target.split('?').next() != Some("/events") {
             return None;
         }
@@ -71,18 +71,21 @@ impl Dialect for Paddle {
                 e["event_id"].as_str().unwrap_or_default()
             )
         });
-        Some(json!({
-            "data": page,
-            "meta": {
-                "request_id": "00000000-0000-0000-0000-000000000000",
-                "pagination": {
-                    "per_page": per_page,
-                    "next": next,
-                    "has_more": total > per_page,
-                    "estimated_total": total,
+        Some(
+            json!({
+                "data": page,
+                "meta": {
+                    "request_id": "00000000-0000-0000-0000-000000000000",
+                    "pagination": {
+                        "per_page": per_page,
+                        "next": next,
+                        "has_more": total > per_page,
+                        "estimated_total": total,
+                    },
                 },
-            },
-        }))
+            })
+            .into(),
+        )
     }
 
     fn refused(&self) -> (u16, Value) {

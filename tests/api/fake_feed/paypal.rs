@@ -13,9 +13,10 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, SecondsFormat, Utc};
+use hookledger::cli::http_header;
 use serde_json::{Value, json};
 
-use super::{Dialect, query};
+use super::{Dialect, Reply, query};
 
 const MAX_PAGE: usize = 10;
 const TOKEN_PATH: &str = "/v1/oauth2/token";
@@ -30,12 +31,13 @@ impl Dialect for PayPal {
         event["create_time"] = json!(at.to_rfc3339_opts(SecondsFormat::Millis, true));
     }
 
-    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Value> {
+    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Reply> {
         if method == "POST" && target == TOKEN_PATH {
             return (body == b"grant_type=client_credentials").then(|| {
                 json!({"scope": "https://uri.paypal.com/services/applications/webhooks",
                     "access_token": TOKEN, "token_type": "Bearer",
                     "app_id": "APP-80W284485P519543T", "expires_in": 32400})
+                .into()
             });
         }
         if method != "GET" || target.split('?').next() != Some(LIST_PATH) {
@@ -88,7 +90,7 @@ impl Dialect for PayPal {
         if offset + size < listed.len() {
             links.push(json!({"href": here(offset + size), "rel": "next", "method": "GET"}));
         }
-        Some(json!({"events": page, "count": page.len(), "links": links}))
+        Some(json!({"events": page, "count": page.len(), "links": links}).into())
     }
 
     fn refused(&self) -> (u16, Value) {
@@ -98,12 +100,12 @@ impl Dialect for PayPal {
         )
     }
 
-    fn authorized(&self, target: &str, authorization: Option<&str>, key: &str) -> bool {
+    fn authorized(&self, target: &str, head: &str, key: &str) -> bool {
         let wanted = match target == TOKEN_PATH {
             true => format!("Basic {}", STANDARD.encode(key)),
             false => format!("Bearer {TOKEN}"),
         };
-        authorization == Some(wanted.as_str())
+        http_header(head, "authorization") == Some(wanted)
     }
 
     fn lists(&self, target: &str) -> bool {

@@ -11,7 +11,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::Dialect;
+use super::{Dialect, Reply};
 
 const MAX_LIMIT: usize = 10;
 
@@ -22,7 +22,7 @@ impl Dialect for Square {
         event["created_at"] = json!(at.to_rfc3339_opts(SecondsFormat::Nanos, true));
     }
 
-    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Value> {
+    fn answer(&self, method: &str, target: &str, body: &[u8], events: &[Value]) -> Option<Reply> {
         if method != "POST" || target != "/v2/events" {
             return None;
         }
@@ -72,7 +72,7 @@ impl Dialect for Square {
         if from + limit < listed.len() {
             answer["cursor"] = json!(format!("fake-cursor-{}", from + limit));
         }
-        Some(answer)
+        Some(answer.into())
     }
 
     fn refused(&self) -> (u16, Value) {

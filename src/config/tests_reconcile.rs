@@ -97,3 +97,19 @@ fn a_paypal_source_reconciles_with_its_apps_client_id_and_secret() {
         assert!(!said.contains("EFG456"), "{said}");
     }
 }
+
+#[test]
+fn a_shopify_source_names_its_shop() {
+    let shopify = "[[sources]]\nname = \"sh\"\nkind = \"shopify\"\nsecrets = [\"shpss_x\"]\n\
+                   [sources.reconcile]\napi_key = \"shpat_x\"\n";
+    let said = problem(shopify, &[]);
+    assert!(
+        said.starts_with("sources[sh].reconcile.api_base: is required for kind shopify"),
+        "{said}"
+    );
+    let named = format!("{shopify}api_base = \"https://hookledger-test.myshopify.com\"\n");
+    let config = parse(&named, &[]).unwrap();
+    let reconcile = config.sources[0].reconcile.as_ref().unwrap();
+    assert_eq!(reconcile.api_base, "https://hookledger-test.myshopify.com");
+    assert_eq!(reconcile.retention, Duration::from_secs(60 * 24 * 3600));
+}

@@ -4,17 +4,23 @@
 //! (`providers::stripe_thin`), which the source then maps as any snapshot.
 //! A fetch that fails on the way (the network, a `5xx`, a `429`, the key
 //! refused) answers `503`, so Stripe retries; an object that does not
-//! exist is stored `rejected` with the reason.
+//! exist is stored `rejected` with the reason. A notice that Stripe failed
+//! to generate an event is first read back from `/v2/core/events/{id}`
+//! (its data names the missing event's type and object), then expanded
+//! the same way, under the notice's id.
 
 use crate::domain::{EventId, Movement, NormalisedEvent, Rejection};
 use crate::provider_api::{Api, ApiError};
-use crate::providers::stripe_thin::{ThinEvent, snapshot, thin_event};
+use crate::providers::stripe_thin::{ThinEvent, failed_event, snapshot, thin_event};
 use crate::source::Source;
 
 /// Tries of a webhook's fetch: its sender waits for the answer.
 const TRIES: u32 = 2;
 /// Between a fetch's two tries at least (each webhook fetches on its own).
 const FETCH_GAP: std::time::Duration = std::time::Duration::from_millis(40);
+/// The API version the v2 events API is read with: the public preview
+/// that made generation-failure notices carry `related_object`.
+const V2_VERSION: &str = "2025-11-17.preview";
 
 /// What a thin delivery becomes.
 pub enum Thin {
@@ -42,10 +48,37 @@ pub async fn expand(source: &Source, body: &[u8]) -> Result<Option<Thin>, String
              ([sources.reconcile] api_key)",
         )));
     };
-    let api = Api::new(&settings.api_base, &settings.api_key, FETCH_GAP)
-        .map_err(|e| e.to_string())?
-        .with_tries(TRIES);
-    match api.get(&thin.related_url, &[]).await {
+    let api = || {
+        Api::new(&settings.api_base, &settings.api_key, FETCH_GAP)
+            .map(|api| api.with_tries(TRIES))
+            .map_err(|e| e.to_string())
+    };
+    let thin = match thin.generation_failed {
+        false => thin,
+        true => {
+            let path = format!("/v2/core/events/{}", thin.event_id);
+            let v2 = api()?.with_header("Stripe-Version", V2_VERSION);
+            match v2.get(&path, &[]).await {
+                Ok(event) => match failed_event(&thin, &event) {
+                    Ok(failed) => failed,
+                    Err(why) => return Ok(Some(rejected(&thin, &why))),
+                },
+                Err(ApiError::NotFound(_)) => {
+                    return Ok(Some(rejected(
+                        &thin,
+                        "generation failure notice: Stripe has no such event (HTTP 404)",
+                    )));
+                }
+                Err(error) => {
+                    return Err(format!(
+                        "fetching generation failure notice {}: {error}",
+                        thin.event_id
+                    ));
+                }
+            }
+        }
+    };
+    match api()?.get(&thin.related_url, &[]).await {
         Ok(object) => Ok(Some(Thin::Snapshot(snapshot(&thin, object).to_string()))),
         Err(ApiError::NotFound(_)) => Ok(Some(rejected(
             &thin,
@@ -68,7 +101,7 @@ fn rejected(thin: &ThinEvent, reason: &str) -> Thin {
     Thin::Rejected(NormalisedEvent {
         event_id,
         event_type: thin.event_type.clone(),
-        object_id: Some(thin.related_id.clone()),
+        object_id: (!thin.related_id.is_empty()).then(|| thin.related_id.clone()),
         occurred_at: None,
         movement: Movement::Rejected(Rejection {
             reason: reason.to_owned(),

@@ -9,6 +9,15 @@
 //! `thin`'s. Source: Stripe's docs, "Event destinations: thin events" and
 //! the v2 Event object's attributes (`id`, `object`, `type`, `created`, an
 //! RFC 3339 time, `livemode`, `context`, `related_object`).
+//!
+//! An event Stripe failed to generate never comes, is never listed, and no
+//! reconcile can find it; Stripe says so afterwards with a
+//! `v2.core.health.event_generation_failure.resolved` thin event ("Handle
+//! webhook event generation failures"). Its data, fetched from
+//! `/v2/core/events/{id}`, names the missing event's type
+//! (`impact.event_type`) and object (`related_object`): hookledger fetches
+//! the object and maps the snapshot event it stands for, under the health
+//! event's id.
 
 use chrono::DateTime;
 use serde_json::{Value, json};
@@ -25,7 +34,13 @@ pub struct ThinEvent {
     pub related_id: String,
     /// The object's API path (`/v1/payment_intents/pi_...`).
     pub related_url: String,
+    /// A health event saying an event failed to generate: its type and
+    /// object are in its data, still to be fetched (`related_*` empty).
+    pub generation_failed: bool,
 }
+
+/// The thin type of Stripe's notice that it failed to generate an event.
+pub const GENERATION_FAILED: &str = "v2.core.health.event_generation_failure.resolved";
 
 /// `Some` when `body` is a thin notification: the event, or why it cannot
 /// be read as one hookledger maps.
@@ -41,26 +56,67 @@ fn read(json: &Value) -> Result<ThinEvent, String> {
     let text = |pointer: &str| json.pointer(pointer).and_then(Value::as_str);
     let event_id = text("/id").ok_or("a thin event without a string id")?;
     let thin_type = text("/type").ok_or("a thin event without a string type")?;
+    let created = text("/created")
+        .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
+        .map(|at| at.timestamp());
+    let livemode = json.get("livemode").and_then(Value::as_bool);
+    if thin_type == GENERATION_FAILED {
+        return Ok(ThinEvent {
+            event_id: event_id.to_owned(),
+            event_type: thin_type.to_owned(),
+            created,
+            livemode,
+            related_id: String::new(),
+            related_url: String::new(),
+            generation_failed: true,
+        });
+    }
     let event_type = thin_type.strip_prefix("v1.").ok_or_else(|| {
         format!("thin event type {thin_type} is not a v1 object's: hookledger maps v1 types")
     })?;
-    let related_id = text("/related_object/id").ok_or("a thin event without related_object.id")?;
-    let related_url =
-        text("/related_object/url").ok_or("a thin event without related_object.url")?;
-    if !safe_path(related_url) {
-        return Err(format!(
-            "related_object.url {related_url:?} is not a /v1/ API path"
-        ));
-    }
+    let (related_id, related_url) = related(json, "/related_object")?;
     Ok(ThinEvent {
         event_id: event_id.to_owned(),
         event_type: event_type.to_owned(),
-        created: text("/created")
-            .and_then(|at| DateTime::parse_from_rfc3339(at).ok())
-            .map(|at| at.timestamp()),
-        livemode: json.get("livemode").and_then(Value::as_bool),
-        related_id: related_id.to_owned(),
-        related_url: related_url.to_owned(),
+        created,
+        livemode,
+        related_id,
+        related_url,
+        generation_failed: false,
+    })
+}
+
+/// The object an event names at `at` (`{id, type, url}`): its id and
+/// path, a `/v1/` one only.
+fn related(json: &Value, at: &str) -> Result<(String, String), String> {
+    let text = |field: &str| {
+        json.pointer(&format!("{at}/{field}"))
+            .and_then(Value::as_str)
+    };
+    let id = text("id").ok_or_else(|| format!("an event without {at}/id"))?;
+    let url = text("url").ok_or_else(|| format!("an event without {at}/url"))?;
+    if !safe_path(url) {
+        return Err(format!("{at}/url {url:?} is not a /v1/ API path"));
+    }
+    Ok((id.to_owned(), url.to_owned()))
+}
+
+/// `health`, a generation-failure notice, as the event that failed: the
+/// type and object its fetched v2 event (`event`) names, under the
+/// notice's id.
+pub fn failed_event(health: &ThinEvent, event: &Value) -> Result<ThinEvent, String> {
+    let event_type = event
+        .pointer("/data/impact/event_type")
+        .and_then(Value::as_str)
+        .ok_or("the generation failure names no data.impact.event_type")?;
+    let (related_id, related_url) = related(event, "/related_object")
+        .or_else(|_| related(event, "/data/impact/related_object"))?;
+    Ok(ThinEvent {
+        event_type: event_type.to_owned(),
+        related_id,
+        related_url,
+        generation_failed: false,
+        ..health.clone()
     })
 }
 
@@ -102,6 +158,35 @@ mod tests {
         })
         .to_string()
         .into_bytes()
+    }
+
+    #[test]
+    fn a_generation_failure_stands_for_the_event_it_names() {
+        let notice = json!({"id": "evt_health_1", "object": "v2.core.event",
+            "type": GENERATION_FAILED, "created": "2026-11-28T04:00:00.000Z"});
+        let health = thin_event(notice.to_string().as_bytes()).unwrap().unwrap();
+        assert!(health.generation_failed);
+        let fetched = json!({"id": "evt_health_1", "type": GENERATION_FAILED,
+            "related_object": {"id": "pi_9", "type": "payment_intent",
+                               "url": "/v1/payment_intents/pi_9"},
+            "data": {"impact": {"event_type": "payment_intent.succeeded"}}});
+        let failed = failed_event(&health, &fetched).unwrap();
+        assert_eq!(failed.event_id, "evt_health_1");
+        assert_eq!(failed.event_type, "payment_intent.succeeded");
+        assert_eq!(failed.related_url, "/v1/payment_intents/pi_9");
+        assert!(!failed.generation_failed);
+        // The object named only in the impact, as the earlier preview did.
+        let inner = json!({"data": {"impact": {"event_type": "charge.refunded",
+            "related_object": {"id": "ch_1", "url": "/v1/charges/ch_1"}}}});
+        assert_eq!(failed_event(&health, &inner).unwrap().related_id, "ch_1");
+        for bad in [
+            json!({"data": {}}),
+            json!({"data": {"impact": {"event_type": "x"}}}),
+            json!({"data": {"impact": {"event_type": "x",
+                "related_object": {"id": "a", "url": "https://evil.example/v1/x"}}}}),
+        ] {
+            assert!(failed_event(&health, &bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -99,7 +99,46 @@ async fn a_thin_event_whose_object_cannot_be_fetched_is_retried(backend: Backend
     assert_eq!(events["events"], json!([]), "nothing stored");
 }
 
+/// Stripe failed to generate a `payment_intent.succeeded` and says so
+/// afterwards: the notice is read back from the v2 events API, the
+/// payment it names fetched, and credited once under the notice's id.
+async fn an_event_stripe_failed_to_generate_is_credited_from_its_notice(backend: Backend) {
+    let notice = json!({
+        "id": "evt_health_1", "object": "v2.core.event",
+        "type": "v2.core.health.event_generation_failure.resolved",
+        "created": "2026-11-28T04:00:00.000Z", "livemode": false,
+    });
+    let mut fetched = notice.clone();
+    fetched["related_object"] = json!({"id": "pi_h1", "type": "payment_intent",
+        "url": "/v1/payment_intents/pi_h1"});
+    fetched["data"] = json!({"alert_id": "halert_1", "summary": "An event failed to generate",
+        "impact": {"event_type": "payment_intent.succeeded"}});
+    let payment = json!({"id": "pi_h1", "object": "payment_intent", "amount": 4200,
+        "amount_received": 4200, "currency": "usd", "status": "succeeded",
+        "metadata": {"account_id": "acct_health"}});
+    let api = FakeApi::start(vec![Reply::ok(fetched), Reply::ok(payment)]).await;
+    let app = app(backend, &source(&api.base, 0)).await;
+
+    let answer = json_with_status(post(&app, &notice).await, StatusCode::OK).await;
+    assert_eq!(answer["status"], "applied", "{answer}");
+    assert_eq!(app.balance("acct_health", "USD").await, 4200);
+    let asked: Vec<String> = api.asked().into_iter().map(|(target, _)| target).collect();
+    assert_eq!(
+        asked,
+        ["/v2/core/events/evt_health_1", "/v1/payment_intents/pi_h1"]
+    );
+    let stored = app.event("ls", "evt_health_1").await;
+    assert_eq!(stored["event_type"], "payment_intent.succeeded");
+    assert_eq!(stored["payment_ref"], "pi_h1");
+    // The notice again: nothing more.
+    let again = json_with_status(post(&app, &notice).await, StatusCode::OK).await;
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(app.balance("acct_health", "USD").await, 4200);
+    app.assert_invariants().await;
+}
+
 both_backends!(
+    an_event_stripe_failed_to_generate_is_credited_from_its_notice,
     a_thin_event_is_credited_with_its_fetched_payment_once,
     a_thin_event_whose_object_cannot_be_fetched_is_retried,
 );

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use chrono::DateTime;
 use serde_json::Value;
 
 use crate::provider_api::{Api, ApiError};
@@ -46,6 +47,36 @@ pub struct Listing<'a> {
     pub event_type: &'a str,
     pub from_secs: i64,
     pub after: Option<&'a str>,
+}
+
+/// Where a provider's listing keeps each event's id, type and time (an
+/// RFC 3339 string).
+pub struct Fields {
+    /// The list's name, for errors.
+    pub list: &'static str,
+    pub id: &'static str,
+    pub kind: &'static str,
+    pub time: &'static str,
+}
+
+impl Fields {
+    /// Item `i` of the list, or what it lacks.
+    pub fn read(&self, i: usize, item: Value) -> Result<Listed, ApiError> {
+        let id = item.get(self.id).and_then(Value::as_str);
+        let at = item
+            .get(self.time)
+            .and_then(Value::as_str)
+            .and_then(|text| DateTime::parse_from_rfc3339(text).ok());
+        let typed = item.get(self.kind).and_then(Value::as_str).is_some();
+        let (Some(id), Some(at), true) = (id, at, typed) else {
+            return Err(ApiError::Malformed(format!(
+                "{}[{i}] lacks a string {} and {} or an RFC 3339 {}",
+                self.list, self.id, self.kind, self.time
+            )));
+        };
+        let id = id.to_owned();
+        Ok(Listed::new(at.timestamp(), id, item))
+    }
 }
 
 pub type PageFuture<'a> = Pin<Box<dyn Future<Output = Result<Page, ApiError>> + Send + 'a>>;

@@ -11,15 +11,20 @@
 
 use std::time::Duration;
 
-use chrono::DateTime;
 use serde_json::Value;
 
-use super::feed::{Feed, Listed, Listing, Page, PageFuture};
+use super::feed::{Feed, Fields, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Paddle;
 
 const PAGE_SIZE: u32 = 200;
+const FIELDS: Fields = Fields {
+    list: "data",
+    id: "event_id",
+    kind: "event_type",
+    time: "occurred_at",
+};
 
 impl Feed for Paddle {
     fn gap(&self, _api_key: &str) -> Duration {
@@ -58,24 +63,13 @@ fn page(answer: Value, from_secs: i64) -> Result<Page, ApiError> {
     let mut last_id = None;
     let mut reached_start = false;
     for (i, item) in items.into_iter().enumerate() {
-        let id = item.get("event_id").and_then(Value::as_str);
-        let at = item
-            .get("occurred_at")
-            .and_then(Value::as_str)
-            .and_then(|text| DateTime::parse_from_rfc3339(text).ok());
-        let typed = item.get("event_type").and_then(Value::as_str).is_some();
-        let (Some(id), Some(at), true) = (id, at, typed) else {
-            return Err(malformed(format!(
-                "data[{i}] lacks a string event_id and event_type or an RFC 3339 occurred_at"
-            )));
-        };
-        last_id = Some(id.to_owned());
-        if at.timestamp() < from_secs {
+        let event = FIELDS.read(i, item)?;
+        last_id = Some(event.id.clone());
+        if event.at < from_secs {
             reached_start = true;
             continue;
         }
-        let id = id.to_owned();
-        events.push(Listed::new(at.timestamp(), id, item));
+        events.push(event);
     }
     let next = match (has_more && !reached_start, last_id) {
         (true, Some(id)) => Some(id),

@@ -15,13 +15,19 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use serde_json::Value;
 
-use super::feed::{Feed, Listed, Listing, Page, PageFuture};
+use super::feed::{Feed, Fields, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct PayPal;
 
 const PATH: &str = "/v1/notifications/webhooks-events";
 const PAGE_SIZE: u32 = 100;
+const FIELDS: Fields = Fields {
+    list: "events",
+    id: "id",
+    kind: "event_type",
+    time: "create_time",
+};
 
 impl Feed for PayPal {
     fn gap(&self, _api_key: &str) -> Duration {
@@ -68,19 +74,7 @@ fn page(answer: Value) -> Result<Page, ApiError> {
     };
     let mut events = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let id = item.get("id").and_then(Value::as_str);
-        let at = item
-            .get("create_time")
-            .and_then(Value::as_str)
-            .and_then(|text| DateTime::parse_from_rfc3339(text).ok());
-        let typed = item.get("event_type").and_then(Value::as_str).is_some();
-        let (Some(id), Some(at), true) = (id, at, typed) else {
-            return Err(malformed(format!(
-                "events[{i}] lacks a string id and event_type or an RFC 3339 create_time"
-            )));
-        };
-        let id = id.to_owned();
-        events.push(Listed::new(at.timestamp(), id, item));
+        events.push(FIELDS.read(i, item)?);
     }
     let links = match answer.get("links") {
         None => Vec::new(),

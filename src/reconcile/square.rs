@@ -15,12 +15,18 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
-use super::feed::{Feed, Listed, Listing, Page, PageFuture};
+use super::feed::{Feed, Fields, Listing, Page, PageFuture};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Square;
 
 const PAGE_SIZE: u32 = 100;
+const FIELDS: Fields = Fields {
+    list: "events",
+    id: "event_id",
+    kind: "type",
+    time: "created_at",
+};
 /// The API version whose SearchEvents this reads.
 const VERSION: &str = "2024-06-04";
 
@@ -71,19 +77,7 @@ fn page(answer: Value) -> Result<Page, ApiError> {
     };
     let mut events = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let id = item.get("event_id").and_then(Value::as_str);
-        let at = item
-            .get("created_at")
-            .and_then(Value::as_str)
-            .and_then(|text| DateTime::parse_from_rfc3339(text).ok());
-        let typed = item.get("type").and_then(Value::as_str).is_some();
-        let (Some(id), Some(at), true) = (id, at, typed) else {
-            return Err(malformed(format!(
-                "events[{i}] lacks a string event_id and type or an RFC 3339 created_at"
-            )));
-        };
-        let id = id.to_owned();
-        events.push(Listed::new(at.timestamp(), id, item));
+        events.push(FIELDS.read(i, item)?);
     }
     let next = match answer.get("cursor") {
         None => None,

@@ -196,8 +196,21 @@ fn respond(
     }
 }
 
-/// The query of `target` as pairs.
-pub fn query(target: &str) -> Vec<(String, String)> {
+/// The query of a request's target.
+pub struct Query(pub Vec<(String, String)>);
+
+impl Query {
+    /// The first value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The query of `target`.
+pub fn query(target: &str) -> Query {
     let query = target.split_once('?').map_or("", |(_, q)| q);
-    serde_urlencoded::from_str(query).unwrap_or_default()
+    Query(serde_urlencoded::from_str(query).unwrap_or_default())
 }

@@ -30,12 +30,7 @@ impl Dialect for Paddle {
             return None;
         }
         let query = query(target);
-        let param = |name: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.as_str())
-        };
+        let param = |name: &str| query.get(name);
         let types: Option<Vec<&str>> = param("event_type").map(|t| t.split(',').collect());
         let mut listed: Vec<&Value> = events
             .iter()

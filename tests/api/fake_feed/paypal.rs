@@ -44,12 +44,7 @@ impl Dialect for PayPal {
             return None;
         }
         let query = query(target);
-        let param = |name: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
+        let param = |name: &str| query.get(name).map(str::to_owned);
         let time = |name: &str| param(name).and_then(|t| DateTime::parse_from_rfc3339(&t).ok());
         let (start, end) = (time("start_time"), time("end_time"));
         let typed = param("event_type");
@@ -76,8 +71,12 @@ impl Dialect for PayPal {
             .take(size)
             .map(|e| (*e).clone())
             .collect();
-        let unpaged: Vec<(String, String)> =
-            query.into_iter().filter(|(k, _)| k != "offset").collect();
+        let unpaged: Vec<(String, String)> = query
+            .0
+            .iter()
+            .filter(|(k, _)| k != "offset")
+            .cloned()
+            .collect();
         let here = |offset: usize| {
             let mut pairs = unpaged.clone();
             pairs.push(("offset".into(), offset.to_string()));

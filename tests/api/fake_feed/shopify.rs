@@ -66,12 +66,7 @@ impl Dialect for Shopify {
             }
         }
         let query = query(target);
-        let param = |name: &str| {
-            query
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
+        let param = |name: &str| query.get(name).map(str::to_owned);
         // A later page carries only page_info (the first page's
         // updated_at_min and where this page starts) and limit.
         let (min, from) = match param("page_info") {

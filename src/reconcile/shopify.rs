@@ -5,12 +5,18 @@
 //! with `status=any`, `updated_at_min` the window's start and `limit=250`,
 //! paged by the `Link` header's `rel="next"` URL (which carries only
 //! `page_info` and `limit`, as Shopify requires). The access token goes in
-//! `X-Shopify-Access-Token`. Object mode: each order that was paid
-//! (`financial_status` `paid`, `partially_refunded` or `refunded`) is
-//! listed as its `orders/paid` webhook would have been, when it was paid:
-//! `financial_status` `paid` and no refunds yet; each of its `refunds[]` as
-//! its `refunds/create` webhook (the refund object, `order_id` and
-//! `transactions` included). The topic goes in `X-Shopify-Topic`, as a
+//! `X-Shopify-Access-Token`. Object mode: each order that was paid in
+//! full is listed as its `orders/paid` webhook would have been when it was
+//! paid: `financial_status` `paid`, no refunds yet, and `updated_at` its
+//! `processed_at` (a later edit or refund must not make the credit newer
+//! than the refunds, which would then be stale). An order `paid` now was
+//! paid in full; one `partially_refunded` or `refunded` may have been only
+//! partly paid (a deposit), so its transactions are read
+//! (`/orders/{id}/transactions.json`) and it counts as paid only if its
+//! successful `sale` and `capture` transactions reach its total. Each of
+//! its `refunds[]` is listed as its `refunds/create` webhook (the refund
+//! object, `order_id` and `transactions` included); a refund of an order
+//! never paid in full waits for its payment, held for a person. The topic goes in `X-Shopify-Topic`, as a
 //! webhook's does; the intent keys come from the body (`orders/paid:{id}`,
 //! `refund:{id}`), so a recovered order and its late webhook share one.
 //! Shopify's REST limit is a bucket of 40 requests leaking 2 a second on
@@ -19,14 +25,18 @@
 
 use std::time::Duration;
 
+use std::collections::HashSet;
+
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
 use super::feed::{Feed, Listed, Listing, Page, PageFuture};
+use crate::domain::{Currency, parse_decimal};
 use crate::provider_api::{Api, ApiError};
 
 pub struct Shopify;
 
+const VERSION_PATH: &str = "/admin/api/2026-07";
 const PATH: &str = "/admin/api/2026-07/orders.json";
 const PAGE_SIZE: u32 = 250;
 const TOPIC: &str = "X-Shopify-Topic";
@@ -75,17 +85,74 @@ impl Feed for Shopify {
                     api.get_linked(PATH, &query).await?
                 }
             };
+            let mut paid = HashSet::new();
+            for order in answer
+                .get("orders")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(id) = paid_in_full(api, order).await? {
+                    paid.insert(id);
+                }
+            }
             Ok(Page {
-                events: listed(&answer)?,
+                events: listed(&answer, &paid)?,
                 next,
             })
         })
     }
 }
 
-/// Each paid order as its `orders/paid`, each refund as its
-/// `refunds/create`.
-fn listed(answer: &Value) -> Result<Vec<Listed>, ApiError> {
+/// `Some(id)` if `order` was paid in full: `paid` now, or refunded after
+/// successful `sale` and `capture` transactions that reach its total (in
+/// the money the customer paid in).
+async fn paid_in_full(api: &Api, order: &Value) -> Result<Option<u64>, ApiError> {
+    let Some(id) = order.get("id").and_then(Value::as_u64) else {
+        return Ok(None);
+    };
+    match order.get("financial_status").and_then(Value::as_str) {
+        Some("paid") => return Ok(Some(id)),
+        Some("partially_refunded" | "refunded") => {}
+        _ => return Ok(None),
+    }
+    let malformed = |what: &str| ApiError::Malformed(format!("order {id}: {what}"));
+    let money = order
+        .pointer("/total_price_set/presentment_money")
+        .ok_or_else(|| malformed("no total_price_set.presentment_money"))?;
+    let currency = money
+        .get("currency_code")
+        .and_then(Value::as_str)
+        .and_then(|code| Currency::parse(code).ok())
+        .ok_or_else(|| malformed("no currency_code Shopify would send"))?;
+    let amount = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_str)
+            .and_then(|text| parse_decimal(text, currency).ok())
+            .ok_or_else(|| malformed("an amount that is not a decimal string"))
+    };
+    let total = amount(money.get("amount"))?;
+    let path = format!("{VERSION_PATH}/orders/{id}/transactions.json");
+    let answer = api.get(&path, &[]).await?;
+    let Some(Value::Array(transactions)) = answer.get("transactions") else {
+        return Err(malformed("transactions is not a list"));
+    };
+    let mut paid: i64 = 0;
+    for transaction in transactions {
+        let text = |field: &str| transaction.get(field).and_then(Value::as_str);
+        let counts = matches!(text("kind"), Some("sale" | "capture"))
+            && text("status") == Some("success")
+            && text("currency") == Some(currency.code());
+        if counts {
+            paid = paid.saturating_add(amount(transaction.get("amount"))?);
+        }
+    }
+    Ok((paid >= total).then_some(id))
+}
+
+/// Each order paid in full (`paid`) as its `orders/paid`, each refund as
+/// its `refunds/create`.
+fn listed(answer: &Value, paid: &HashSet<u64>) -> Result<Vec<Listed>, ApiError> {
     let malformed = |what: String| ApiError::Malformed(what);
     let Some(Value::Array(orders)) = answer.get("orders") else {
         return Err(malformed("orders is not a list".into()));
@@ -93,11 +160,13 @@ fn listed(answer: &Value) -> Result<Vec<Listed>, ApiError> {
     let mut events = Vec::new();
     for (i, order) in orders.iter().enumerate() {
         let id = order.get("id").and_then(Value::as_u64);
-        let at = time(order, "updated_at");
-        let status = order.get("financial_status").and_then(Value::as_str);
-        let (Some(id), Some(at)) = (id, at) else {
+        // When it was paid: its processing, not its last change.
+        let at = ["processed_at", "created_at", "updated_at"]
+            .into_iter()
+            .find_map(|field| Some((field, time(order, field)?)));
+        let (Some(id), Some((field, at))) = (id, at) else {
             return Err(malformed(format!(
-                "orders[{i}] lacks an integer id or an RFC 3339 updated_at"
+                "orders[{i}] lacks an integer id or an RFC 3339 processed_at"
             )));
         };
         let refunds = match order.get("refunds") {
@@ -105,12 +174,13 @@ fn listed(answer: &Value) -> Result<Vec<Listed>, ApiError> {
             Some(Value::Array(refunds)) => refunds,
             Some(_) => return Err(malformed(format!("orders[{i}].refunds is not a list"))),
         };
-        if matches!(status, Some("paid" | "partially_refunded" | "refunded")) {
-            let mut paid = order.clone();
-            paid["financial_status"] = json!("paid");
-            paid["refunds"] = json!([]);
+        if paid.contains(&id) {
+            let mut at_payment = order.clone();
+            at_payment["financial_status"] = json!("paid");
+            at_payment["refunds"] = json!([]);
+            at_payment["updated_at"] = order[field].clone();
             events.push(with_topic(
-                Listed::new(at, format!("order:{id}"), paid),
+                Listed::new(at, format!("order:{id}"), at_payment),
                 PAID,
             ));
         }
@@ -151,17 +221,26 @@ mod tests {
     #[test]
     fn a_refunded_order_is_listed_as_paid_and_then_refunded() {
         let answer = json!({"orders": [
-            {"id": 450789469, "updated_at": "2026-11-28T10:00:02-05:00",
+            {"id": 450789469, "processed_at": "2026-11-28T10:00:01-05:00",
+             "updated_at": "2026-11-28T11:00:00-05:00",
              "financial_status": "partially_refunded",
              "refunds": [{"id": 509562969, "order_id": 450789469,
                           "processed_at": "2026-11-28T10:00:03-05:00", "transactions": []}]},
             {"id": 450789470, "updated_at": "2026-11-28T10:00:04-05:00",
              "financial_status": "pending", "refunds": []},
         ]});
-        let events = listed(&answer).unwrap();
+        let paid = std::collections::HashSet::from([450789469]);
+        let events = listed(&answer, &paid).unwrap();
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].id, "order:450789469");
         assert_eq!(events[0].record["financial_status"], "paid");
+        // As at payment: older than its refund.
+        assert_eq!(events[0].record["updated_at"], "2026-11-28T10:00:01-05:00");
+        assert_eq!(events[0].at, 1_795_878_001);
+        // Not paid in full: its refund is listed, the order is not.
+        let unpaid = listed(&answer, &std::collections::HashSet::new()).unwrap();
+        assert_eq!(unpaid.len(), 1);
+        assert_eq!(unpaid[0].id, "refund:509562969");
         assert_eq!(events[0].record["refunds"], json!([]));
         assert_eq!(events[0].header, Some(("X-Shopify-Topic", "orders/paid")));
         assert_eq!(events[1].id, "refund:509562969");
@@ -183,7 +262,10 @@ mod tests {
             json!({"orders": [{"id": 1, "updated_at": "2026-11-28T10:00:02Z",
                                "refunds": [{"id": 2}]}]}),
         ] {
-            assert!(listed(&answer).is_err(), "{answer}");
+            assert!(
+                listed(&answer, &std::collections::HashSet::new()).is_err(),
+                "{answer}"
+            );
         }
     }
 }

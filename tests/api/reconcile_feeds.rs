@@ -202,6 +202,37 @@ async fn a_page_not_as_documented_moves_nothing(backend: Backend, case: &FeedCas
     assert_eq!(events["events"], json!([]), "{events}");
 }
 
+/// Shopify, object mode: an order paid only in part (a deposit) and then
+/// refunded was never `orders/paid`; it is not credited, and its refund
+/// waits for a payment that never came, held. A fully paid order refunded
+/// and then fulfilled (its `updated_at` past the refund) is credited and
+/// debited, the refund not stale.
+async fn a_shopify_order_paid_in_part_is_not_credited(backend: Backend) {
+    let case = &SHOPIFY;
+    let feed = case.start().await;
+    let sources = case.sources(&feed.base, case.key);
+    let app = app(backend, &sources).await;
+    let mut deposit = case.payment(1, 1500);
+    deposit["financial_status"] = json!("partially_paid");
+    deposit["total_outstanding"] = json!("12.00");
+    feed.publish(deposit);
+    feed.publish((case.kind.refund)("e_r1", "509562001", &payment_id(1), 300));
+    feed.publish(case.payment(2, 2000));
+    feed.publish((case.kind.refund)("e_r2", "509562002", &payment_id(2), 500));
+    let dir = config_dir(&app, &sources);
+    let summary = case.summary(&dir);
+    assert_eq!(
+        summary["statuses"],
+        json!({"applied": 2, "unmatched": 1}),
+        "{summary}"
+    );
+    assert_eq!(app.balance("acct_1", "USD").await, 2000 - 500);
+    let held = app.event("shopify", "refund:509562001").await;
+    assert_eq!(held["status"], "unmatched", "{held}");
+}
+
+both_backends!(a_shopify_order_paid_in_part_is_not_credited);
+
 macro_rules! feed_cases {
     ($($module:ident: $case:ident),* $(,)?) => {$(
         mod $module {

@@ -7,9 +7,11 @@
 //! header whose URL carries only `page_info` and `limit`. Orders and
 //! refunds are published as their webhooks' bodies (`orders/paid`,
 //! `refunds/create`), with integer ids as Shopify writes them; a refund
-//! joins its order's `refunds`, moves its `updated_at` and makes it
-//! `partially_refunded`. A token it does not know is `401` with Shopify's
-//! `errors` string.
+//! joins its order's `refunds`, makes it `partially_refunded` and, as a
+//! later fulfilment would, moves its `updated_at` a minute past the
+//! refund. `/orders/{id}/transactions.json` lists one successful `sale` of
+//! what the order's total less its `total_outstanding` comes to. A token
+//! it does not know is `401` with Shopify's `errors` string.
 
 use std::collections::BTreeMap;
 
@@ -20,9 +22,29 @@ use serde_json::{Value, json};
 use super::{Dialect, Reply, query};
 
 const MAX_LIMIT: usize = 10;
+const VERSION_PATH: &str = "/admin/api/2026-07";
 const PATH: &str = "/admin/api/2026-07/orders.json";
 
 pub struct Shopify;
+
+/// `"15.00"` as cents.
+fn cents(text: &str) -> i64 {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, "0"));
+    whole.parse::<i64>().unwrap() * 100 + format!("{fraction:0<2}")[..2].parse::<i64>().unwrap()
+}
+
+/// The order's one successful sale: its total less what is outstanding.
+fn transactions(order: &Value) -> Value {
+    let money = &order["total_price_set"]["presentment_money"];
+    let total = cents(money["amount"].as_str().unwrap_or("0"));
+    let outstanding = cents(order["total_outstanding"].as_str().unwrap_or("0.00"));
+    let paid = total - outstanding;
+    json!({"transactions": [{
+        "id": 389404469, "order_id": order["id"], "kind": "sale", "status": "success",
+        "amount": format!("{}.{:02}", paid / 100, paid % 100),
+        "currency": money["currency_code"],
+    }]})
+}
 
 /// `"450789469"` as Shopify writes an id: a number.
 fn integer(value: &mut Value) {
@@ -40,12 +62,27 @@ impl Dialect for Shopify {
             event["processed_at"] = at.clone();
             event["created_at"] = at;
         } else {
+            event["processed_at"] = at.clone();
+            event["created_at"] = at.clone();
             event["updated_at"] = at;
         }
     }
 
     fn answer(&self, method: &str, target: &str, _body: &[u8], events: &[Value]) -> Option<Reply> {
-        if method != "GET" || target.split('?').next() != Some(PATH) {
+        if method != "GET" {
+            return None;
+        }
+        let path = target.split('?').next()?;
+        if let Some(id) = path
+            .strip_prefix(&format!("{VERSION_PATH}/orders/"))
+            .and_then(|rest| rest.strip_suffix("/transactions.json"))
+        {
+            let order = events
+                .iter()
+                .find(|e| e["id"].as_u64() == id.parse().ok())?;
+            return Some(transactions(order).into());
+        }
+        if path != PATH {
             return None;
         }
         // The shop's orders as they stand now, each refund on its order.
@@ -60,7 +97,10 @@ impl Dialect for Shopify {
                 Some(order_id) => {
                     let order = orders.get_mut(&order_id)?;
                     order["refunds"].as_array_mut()?.push(event.clone());
-                    order["updated_at"] = event["processed_at"].clone();
+                    let refunded = event["processed_at"].as_str()?;
+                    let later = DateTime::parse_from_rfc3339(refunded).ok()?
+                        + chrono::TimeDelta::minutes(1);
+                    order["updated_at"] = json!(later.to_rfc3339_opts(SecondsFormat::Secs, true));
                     order["financial_status"] = json!("partially_refunded");
                 }
             }

@@ -15,8 +15,10 @@
 //! `v2.core.health.event_generation_failure.resolved` thin event ("Handle
 //! webhook event generation failures"). Its data, fetched from
 //! `/v2/core/events/{id}`, names the missing event's type
-//! (`impact.event_type`) and object (`related_object`): hookledger fetches
-//! the object and maps the snapshot event it stands for, under the health
+//! (`impact.event_type`) and object (`impact.related_object`, else the
+//! event's `related_object`; its API path made from its type and id, since
+//! the guide shows the url as a Dashboard link): hookledger fetches the
+//! object and maps the snapshot event it stands for, under the health
 //! event's id.
 
 use chrono::DateTime;
@@ -101,6 +103,40 @@ fn related(json: &Value, at: &str) -> Result<(String, String), String> {
     Ok((id.to_owned(), url.to_owned()))
 }
 
+/// The object a generation failure names at `at`: its `/v1/` path if it
+/// gives one, else the path its `type` and `id` make (Stripe's guide shows
+/// the impact's `url` as a Dashboard link, not an API path).
+fn impact_object(event: &Value, at: &str) -> Result<(String, String), String> {
+    if let Ok(found) = related(event, at) {
+        return Ok(found);
+    }
+    let text = |field: &str| {
+        event
+            .pointer(&format!("{at}/{field}"))
+            .and_then(Value::as_str)
+    };
+    let id = text("id").ok_or_else(|| format!("an event without {at}/id"))?;
+    let kind = text("type").ok_or_else(|| format!("an event without {at}/type"))?;
+    let collection = match kind {
+        "payment_intent" => "payment_intents",
+        "charge" => "charges",
+        "refund" => "refunds",
+        "dispute" => "disputes",
+        "invoice" => "invoices",
+        "checkout.session" => "checkout/sessions",
+        other => {
+            return Err(format!(
+                "{at}/type {other:?} is not an object hookledger fetches"
+            ));
+        }
+    };
+    let path = format!("/v1/{collection}/{id}");
+    if !safe_path(&path) || id.contains('/') {
+        return Err(format!("{at}/id {id:?} is not a Stripe id"));
+    }
+    Ok((id.to_owned(), path))
+}
+
 /// `health`, a generation-failure notice, as the event that failed: the
 /// type and object its fetched v2 event (`event`) names, under the
 /// notice's id.
@@ -109,8 +145,8 @@ pub fn failed_event(health: &ThinEvent, event: &Value) -> Result<ThinEvent, Stri
         .pointer("/data/impact/event_type")
         .and_then(Value::as_str)
         .ok_or("the generation failure names no data.impact.event_type")?;
-    let (related_id, related_url) = related(event, "/related_object")
-        .or_else(|_| related(event, "/data/impact/related_object"))?;
+    let (related_id, related_url) = impact_object(event, "/data/impact/related_object")
+        .or_else(|_| impact_object(event, "/related_object"))?;
     Ok(ThinEvent {
         event_type: event_type.to_owned(),
         related_id,
@@ -175,15 +211,23 @@ mod tests {
         assert_eq!(failed.event_type, "payment_intent.succeeded");
         assert_eq!(failed.related_url, "/v1/payment_intents/pi_9");
         assert!(!failed.generation_failed);
-        // The object named only in the impact, as the earlier preview did.
+        // The object named in the impact, its url a Dashboard link: the
+        // path comes from its type and id.
         let inner = json!({"data": {"impact": {"event_type": "charge.refunded",
-            "related_object": {"id": "ch_1", "url": "/v1/charges/ch_1"}}}});
-        assert_eq!(failed_event(&health, &inner).unwrap().related_id, "ch_1");
+            "related_object": {"id": "ch_1", "type": "charge",
+                               "url": "https://dashboard.stripe.com/charges/ch_1"}}}});
+        let failed = failed_event(&health, &inner).unwrap();
+        assert_eq!(failed.related_id, "ch_1");
+        assert_eq!(failed.related_url, "/v1/charges/ch_1");
         for bad in [
             json!({"data": {}}),
             json!({"data": {"impact": {"event_type": "x"}}}),
             json!({"data": {"impact": {"event_type": "x",
                 "related_object": {"id": "a", "url": "https://evil.example/v1/x"}}}}),
+            json!({"data": {"impact": {"event_type": "x",
+                "related_object": {"id": "../v1/customers", "type": "charge"}}}}),
+            json!({"data": {"impact": {"event_type": "x",
+                "related_object": {"id": "acct_1", "type": "account"}}}}),
         ] {
             assert!(failed_event(&health, &bad).is_err(), "{bad}");
         }

@@ -108,11 +108,13 @@ async fn an_event_stripe_failed_to_generate_is_credited_from_its_notice(backend:
         "type": "v2.core.health.event_generation_failure.resolved",
         "created": "2026-11-28T04:00:00.000Z", "livemode": false,
     });
+    // As Stripe's guide shows it: the object in the impact, its url a
+    // Dashboard link.
     let mut fetched = notice.clone();
-    fetched["related_object"] = json!({"id": "pi_h1", "type": "payment_intent",
-        "url": "/v1/payment_intents/pi_h1"});
     fetched["data"] = json!({"alert_id": "halert_1", "summary": "An event failed to generate",
-        "impact": {"event_type": "payment_intent.succeeded"}});
+        "impact": {"event_type": "payment_intent.succeeded", "related_object": {
+            "id": "pi_h1", "type": "payment_intent",
+            "url": "https://dashboard.stripe.com/payments/pi_h1"}}});
     let payment = json!({"id": "pi_h1", "object": "payment_intent", "amount": 4200,
         "amount_received": 4200, "currency": "usd", "status": "succeeded",
         "metadata": {"account_id": "acct_health"}});

@@ -25,8 +25,9 @@ const TRIES: u32 = 5;
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest answer read: a page of 100 Stripe events is well under
-/// 1 MiB.
-const MAX_BODY: usize = 16 * 1024 * 1024;
+/// 1 MiB; a page of 250 Shopify orders, each with its lines, addresses and
+/// refunds, can come near 16.
+const MAX_BODY: usize = 32 * 1024 * 1024;
 
 /// Why a run could not read the provider's records.
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +240,19 @@ impl Api {
             request = match auth {
                 Auth::Bearer(token) => request.bearer_auth(token),
                 Auth::Basic(id, secret) => request.basic_auth(id, Some(secret)),
-                Auth::Header(name, key) => request.header(*name, *key),
+                Auth::Header(name, key) => match reqwest::header::HeaderValue::from_str(key) {
+                    Ok(mut value) => {
+                        // Kept out of any debug view, as bearer_auth's is.
+                        value.set_sensitive(true);
+                        request.header(*name, value)
+                    }
+                    // The config takes visible ASCII only.
+                    Err(_) => {
+                        return Err(ApiError::Network(
+                            "the API key cannot be sent in a header".into(),
+                        ));
+                    }
+                },
             };
             for (name, value) in &self.headers {
                 request = request.header(*name, value);
@@ -271,13 +284,18 @@ impl Api {
             let status = sent.status();
             let retry_after = seconds(sent.headers().get(reqwest::header::RETRY_AFTER));
             if status.is_success() {
-                let next = next_link(sent.headers().get(reqwest::header::LINK));
+                let next = next_link(sent.headers().get(reqwest::header::LINK))?;
                 let body = bounded(sent).await?;
                 let body = serde_json::from_slice(&body)
                     .map_err(|e| ApiError::Malformed(format!("not JSON: {e}")))?;
                 return Ok((body, next));
             }
-            let detail = detail(sent, self.key.expose()).await;
+            // The key, and the token it was exchanged for, if any.
+            let sent_secret = match auth {
+                Auth::Bearer(secret) | Auth::Header(_, secret) => *secret,
+                Auth::Basic(..) => "",
+            };
+            let detail = detail(sent, &[self.key.expose(), sent_secret]).await;
             let code = status.as_u16();
             match code {
                 404 => return Err(ApiError::NotFound(detail)),
@@ -336,19 +354,35 @@ enum Auth<'a> {
 }
 
 /// The path and query of the `rel="next"` entry of a `Link` header
-/// (RFC 8288: `<url>; rel="next", <url>; rel="previous"`).
-fn next_link(value: Option<&reqwest::header::HeaderValue>) -> Option<String> {
-    let text = value?.to_str().ok()?;
-    text.split(',').find_map(|entry| {
+/// (RFC 8288: `<url>; rel="next", <url>; rel="previous"`; relation names
+/// are case-insensitive and a `rel` may list several). A header that
+/// speaks of a next page this cannot read is an error, never a last page.
+fn next_link(value: Option<&reqwest::header::HeaderValue>) -> Result<Option<String>, ApiError> {
+    let Some(value) = value else { return Ok(None) };
+    let unreadable = || ApiError::Malformed("a Link header whose next page cannot be read".into());
+    let text = value.to_str().map_err(|_| unreadable())?;
+    let found = text.split(',').find_map(|entry| {
         let (target, params) = entry.split_once(';')?;
-        let next = params
-            .split(';')
-            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"));
+        let next = params.split(';').any(|param| {
+            let Some((name, rels)) = param.split_once('=') else {
+                return false;
+            };
+            name.trim().eq_ignore_ascii_case("rel")
+                && rels
+                    .trim()
+                    .trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|rel| rel.eq_ignore_ascii_case("next"))
+        });
         let url = target.trim().strip_prefix('<')?.strip_suffix('>')?;
         let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
         let path = &rest[rest.find('/')?..];
         next.then(|| path.to_owned())
-    })
+    });
+    match found {
+        None if text.to_ascii_lowercase().contains("next") => Err(unreadable()),
+        found => Ok(found),
+    }
 }
 
 enum Body<'a> {
@@ -357,11 +391,19 @@ enum Body<'a> {
     Form(&'a str),
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is not used by the
+/// `Retry-After` in seconds, whole or with a fraction (Shopify sends
+/// `2.0`), a fraction rounded up (the HTTP-date form is not used by the
 /// providers here; it counts as none).
 fn seconds(value: Option<&reqwest::header::HeaderValue>) -> Option<Duration> {
-    let secs: u64 = value?.to_str().ok()?.trim().parse().ok()?;
-    Some(Duration::from_secs(secs))
+    let text = value?.to_str().ok()?.trim();
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let secs: u64 = whole.parse().ok()?;
+    let up = u64::from(fraction.bytes().any(|b| b != b'0'));
+    Some(Duration::from_secs(secs.saturating_add(up)))
 }
 
 /// 250 ms, doubling with each try.
@@ -391,7 +433,7 @@ async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, ApiError> {
 /// The provider's own error message, if its body has one (`error.message`,
 /// Stripe's shape), bounded, with anything that looks like a key (or the
 /// key itself) replaced: `: ...` or nothing.
-async fn detail(response: reqwest::Response, key: &str) -> String {
+async fn detail(response: reqwest::Response, secrets: &[&str]) -> String {
     let Ok(body) = bounded(response).await else {
         return String::new();
     };
@@ -411,12 +453,17 @@ async fn detail(response: reqwest::Response, key: &str) -> String {
         .find_map(|at| v.pointer(at).and_then(Value::as_str).map(str::to_owned))
     });
     match message {
-        Some(text) => format!(
-            ": {}",
-            redacted(&text.chars().take(200).collect::<String>(), key)
-        ),
+        Some(text) => format!(": {}", shown(text, secrets)),
         None => String::new(),
     }
+}
+
+/// A provider's message as shown: every secret redacted in the whole
+/// text, then cut to 200 characters (cut first, a secret cut in two would
+/// no longer match and its first half would show).
+fn shown(text: String, secrets: &[&str]) -> String {
+    let text = secrets.iter().fold(text, |text, key| redacted(&text, key));
+    text.chars().take(200).collect()
 }
 
 /// `text` with the key, and every word that looks like a provider key
@@ -460,7 +507,19 @@ fn without_url(error: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{next_link, redacted};
+    use super::{next_link, redacted, seconds, shown};
+
+    #[test]
+    fn retry_after_is_whole_seconds_or_a_fraction_rounded_up() {
+        let wait =
+            |text: &str| seconds(Some(&reqwest::header::HeaderValue::from_str(text).unwrap()));
+        assert_eq!(wait("3"), Some(std::time::Duration::from_secs(3)));
+        assert_eq!(wait("2.0"), Some(std::time::Duration::from_secs(2)));
+        assert_eq!(wait("0.5"), Some(std::time::Duration::from_secs(1)));
+        assert_eq!(wait("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(wait("-1"), None);
+        assert_eq!(wait(".5"), None);
+    }
 
     #[test]
     fn a_link_header_names_the_next_page_on_this_api() {
@@ -471,12 +530,19 @@ mod tests {
              limit=250&page_info=def>; rel=\"next\"",
         );
         assert_eq!(
-            next_link(Some(&both)).as_deref(),
+            next_link(Some(&both)).unwrap().as_deref(),
             Some("/admin/api/2026-07/orders.json?limit=250&page_info=def")
         );
+        let shouted = header("<https://s.example/a?page_info=x>; REL=\"Next Last\"");
+        assert_eq!(
+            next_link(Some(&shouted)).unwrap().as_deref(),
+            Some("/a?page_info=x")
+        );
+        let broken = header("https://s.example/a?page_info=x; rel=\"next\"");
+        assert!(next_link(Some(&broken)).is_err());
         let last = header("<https://shop.myshopify.com/x?page_info=abc>; rel=\"previous\"");
-        assert_eq!(next_link(Some(&last)), None);
-        assert_eq!(next_link(None), None);
+        assert_eq!(next_link(Some(&last)).unwrap(), None);
+        assert_eq!(next_link(None).unwrap(), None);
     }
 
     #[test]
@@ -498,6 +564,15 @@ mod tests {
                 "AbC123clientid:EFG456secret"
             ),
             "Client Authentication failed for <key>"
+        );
+        // Cut after redaction: a secret at the cut is hidden whole.
+        let long = format!("{} echoed EFG456secretEFG456secret", "x".repeat(180));
+        let secrets = ["AbC123clientid:EFG456secretEFG456secret", "A21AA-token"];
+        let text = shown(long, &secrets);
+        assert!(!text.contains("EFG4"), "{text}");
+        assert_eq!(
+            shown("token A21AA-token expired".into(), &secrets),
+            "token <key> expired"
         );
         assert_eq!(
             redacted("No such event: evt_1", "rk_live_x"),

@@ -34,6 +34,12 @@ pub(super) fn reconcile(
         ));
     };
     let api_key = resolve_secret(&raw.api_key, env, &format!("{key}.api_key"))?;
+    if api_key.expose().is_empty() || !api_key.expose().bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ConfigError::new(
+            format!("{key}.api_key"),
+            "must be visible ASCII with no spaces, as API keys are",
+        ));
+    }
     let halves = api_key.expose().split_once(':');
     if api.client_credentials
         && halves.is_none_or(|(id, secret)| id.is_empty() || secret.is_empty())

@@ -53,6 +53,10 @@ fn what_reconcile_refuses_is_named_by_its_key() {
             format!("{STRIPE}[sources.reconcile]\napi_key = \"env:MISSING\"\n"),
             "sources[st].reconcile.api_key:",
         ),
+        (
+            format!("{STRIPE}[sources.reconcile]\napi_key = \"rk_live 1\"\n"),
+            "sources[st].reconcile.api_key: must be visible ASCII",
+        ),
     ] {
         let said_now = problem(&text, &[]);
         assert!(said_now.starts_with(said), "{said_now}");

@@ -2,8 +2,8 @@
 //! "List events"), newest first (`order_by=id[DESC]`; Paddle ids sort in
 //! creation order), up to 200 a page (`per_page`), one `event_type` at a
 //! time, paged with `after=<the last id>` while `meta.pagination.has_more`.
-//! Paddle has no time filter, so a listing stops at the first page that
-//! reaches back past the window's start, and drops what is older. Each
+//! Paddle has no time filter, so a listing stops at the first page wholly
+//! before the window's start, and drops what is older. Each
 //! entity (`event_id`, `event_type`, `occurred_at`, `data`) is the body of
 //! its webhook less `notification_id`, which no mapping reads. Paddle keeps
 //! events 90 days; its API allows 240 requests a minute from one address
@@ -61,16 +61,21 @@ fn page(answer: Value, from_secs: i64) -> Result<Page, ApiError> {
     };
     let mut events = Vec::with_capacity(items.len());
     let mut last_id = None;
-    let mut reached_start = false;
+    let mut older = 0;
+    let count = items.len();
     for (i, item) in items.into_iter().enumerate() {
         let event = FIELDS.read(i, item)?;
         last_id = Some(event.id.clone());
         if event.at < from_secs {
-            reached_start = true;
+            older += 1;
             continue;
         }
         events.push(event);
     }
+    // Ids follow creation, times may not quite: an event inside the window
+    // can come after one just outside it, so the listing stops only at a
+    // page wholly before the window.
+    let reached_start = count > 0 && older == count;
     let next = match (has_more && !reached_start, last_id) {
         (true, Some(id)) => Some(id),
         (true, None) => return Err(malformed("has_more with an empty page".into())),
@@ -102,9 +107,9 @@ mod tests {
         .unwrap();
         assert_eq!(first.next.as_deref(), Some("evt_1"));
         assert_eq!(first.events[0].at, 1_795_860_002);
-        // 10:00:01 is before a window starting at 10:00:02: dropped, and
-        // no page after it is read.
-        let last = page(
+        // 10:00:01 is before a window starting at 10:00:02: dropped, but
+        // the next page is read, as an event in the window may follow.
+        let edge = page(
             more(json!([
                 event("evt_2", "2026-11-28T10:00:02Z"),
                 event("evt_1", "2026-11-28T10:00:01Z")
@@ -112,8 +117,16 @@ mod tests {
             1_795_860_002,
         )
         .unwrap();
-        assert_eq!(last.events.len(), 1);
-        assert_eq!(last.events[0].id, "evt_2");
+        assert_eq!(edge.events.len(), 1);
+        assert_eq!(edge.events[0].id, "evt_2");
+        assert_eq!(edge.next.as_deref(), Some("evt_1"));
+        // A page wholly before the window is the last read.
+        let last = page(
+            more(json!([event("evt_0", "2026-11-28T10:00:00Z")])),
+            1_795_860_002,
+        )
+        .unwrap();
+        assert!(last.events.is_empty());
         assert!(last.next.is_none());
     }
 

@@ -253,6 +253,8 @@ async fn list(
     let mut listed = Vec::new();
     for event_type in types {
         let mut after: Option<String> = None;
+        // Every cursor of this listing so far: one seen again is a loop.
+        let mut seen = std::collections::HashSet::new();
         for pages in 1.. {
             if pages > MAX_PAGES {
                 return Err(api_error(
@@ -274,10 +276,10 @@ async fn list(
                 .map_err(|error| api_error(source, error))?;
             listed.extend(page.events);
             match page.next {
-                Some(next) if after.as_deref() == Some(next.as_str()) => {
+                Some(next) if !seen.insert(next.clone()) => {
                     return Err(api_error(
                         source,
-                        ApiError::Malformed("the next page starts where this one did".into()),
+                        ApiError::Malformed("the next page is one already read".into()),
                     ));
                 }
                 Some(next) => after = Some(next),

@@ -331,6 +331,26 @@ pub(crate) fn list(events: &[Value], has_more: bool) -> Value {
     serde_json::json!({"object": "list", "data": events, "has_more": has_more})
 }
 
+/// A provider whose pages lead back to one already read (A, B, A) is
+/// stopped at once, nothing written, not read until the page limit.
+async fn pages_that_loop_stop_the_run(backend: Backend) {
+    let a = list(&[stripe_payment("evt_la", "pi_la", 100)], true);
+    let b = list(&[stripe_payment("evt_lb", "pi_lb", 100)], true);
+    let (app, api, out) = failed_run(
+        backend,
+        vec![
+            Reply::ok(a.clone()),
+            Reply::ok(b),
+            Reply::ok(a),
+            Reply::ok(list(&[], false)),
+        ],
+    )
+    .await;
+    assert!(out.contains("the next page is one already read"), "{out}");
+    assert_eq!(api.asked().len(), 3, "{:?}", api.asked());
+    assert_eq!(app.balance("acct_1", "USD").await, 0);
+}
+
 async fn a_429_is_waited_out_as_its_retry_after_says(backend: Backend) {
     let api = FakeApi::start(vec![
         Reply::status(429, Some(1)),
@@ -486,6 +506,7 @@ async fn the_lease_keeps_two_runs_of_one_source_apart(backend: Backend) {
 }
 
 both_backends!(
+    pages_that_loop_stop_the_run,
     a_held_recovered_event_counts_a_differing_webhook_as_a_conflict,
     a_since_after_the_cursor_keeps_the_cursor,
     two_instances_sweeping_one_source_credit_each_payment_once,

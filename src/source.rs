@@ -46,6 +46,9 @@ pub struct Reconcile {
     pub lookback: Duration,
     /// How long the provider keeps events readable.
     pub retention: Duration,
+    /// The least time between two requests of a run; `None`: the kind's
+    /// default, a tenth of the provider's documented read limit.
+    pub request_gap: Option<Duration>,
 }
 
 impl fmt::Debug for Source {

@@ -149,6 +149,7 @@ pub struct RawReconcile {
     pub api_base: Option<String>,
     pub interval_secs: Option<u64>,
     pub lookback_secs: Option<u64>,
+    pub request_gap_ms: Option<u64>,
 }
 
 /// `on_stale = "hold"` (both effects, as in the core) or

@@ -14,6 +14,8 @@ use crate::source::Reconcile;
 const DEFAULT_INTERVAL_SECS: u64 = 600;
 /// How far back a first run reads by default: Stripe's retries last 3 days.
 const DEFAULT_LOOKBACK_SECS: u64 = 3 * 24 * 3600;
+/// The widest `request_gap_ms`: a minute between requests.
+const MAX_REQUEST_GAP_MS: u64 = 60_000;
 
 pub(super) fn reconcile(
     raw: Option<&RawReconcile>,
@@ -80,12 +82,23 @@ pub(super) fn reconcile(
             ),
         ));
     }
+    let request_gap = match raw.request_gap_ms {
+        None => None,
+        Some(ms @ 1..=MAX_REQUEST_GAP_MS) => Some(Duration::from_millis(ms)),
+        Some(_) => {
+            return Err(ConfigError::new(
+                format!("{key}.request_gap_ms"),
+                format!("must be 1 to {MAX_REQUEST_GAP_MS} (milliseconds between requests)"),
+            ));
+        }
+    };
     Ok(Some(Reconcile {
         api_key,
         api_base,
         interval,
         lookback: Duration::from_secs(lookback),
         retention: Duration::from_secs(retention),
+        request_gap,
     }))
 }
 

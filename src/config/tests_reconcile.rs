@@ -27,11 +27,16 @@ fn a_stripe_source_reconciles_with_the_kinds_defaults_and_its_key_unseen() {
     assert_eq!(reconcile.api_base, "https://api.stripe.com");
     assert_eq!(reconcile.interval, Some(Duration::from_secs(600)));
     assert_eq!(reconcile.lookback, Duration::from_secs(259_200));
+    assert_eq!(reconcile.request_gap, None, "the kind's own pacing");
     let shown = format!("{:?}", config.sources[0]);
     assert!(!shown.contains("rk_live"), "{shown}");
     let on_demand = format!("{text}interval_secs = 0\n");
     let config = parse(&on_demand, &[("STRIPE_KEY", "rk_x")]).unwrap();
     assert_eq!(config.sources[0].reconcile.as_ref().unwrap().interval, None);
+    let paced = format!("{text}request_gap_ms = 250\n");
+    let config = parse(&paced, &[("STRIPE_KEY", "rk_x")]).unwrap();
+    let gap = config.sources[0].reconcile.as_ref().unwrap().request_gap;
+    assert_eq!(gap, Some(Duration::from_millis(250)));
 }
 
 #[test]
@@ -45,6 +50,11 @@ fn what_reconcile_refuses_is_named_by_its_key() {
             "sources[sw].reconcile: kind standard-webhooks has no reconcile yet",
         ),
         (with("lookback_secs = 10\n"), "sources[st].reconcile.lookback_secs: must be 60 to"),
+        (with("request_gap_ms = 0\n"), "sources[st].reconcile.request_gap_ms: must be 1 to"),
+        (
+            with("request_gap_ms = 60001\n"),
+            "sources[st].reconcile.request_gap_ms: must be 1 to",
+        ),
         (
             with("api_base = \"http://api.example.com\"\n"),
             "sources[st].reconcile.api_base: http:// only to a loopback address",

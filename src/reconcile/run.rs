@@ -133,7 +133,9 @@ pub async fn run(
     let api = Api::new(
         &settings.api_base,
         &settings.api_key,
-        feed.gap(settings.api_key.expose()),
+        settings
+            .request_gap
+            .unwrap_or_else(|| feed.gap(settings.api_key.expose())),
     )
     .map(|api| feed.prepare(api))
     .map_err(|error| api_error(source, error))?;

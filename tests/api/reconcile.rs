@@ -20,7 +20,7 @@ pub(crate) const SECRET: &str = "whsec_localstripe_secret";
 
 /// A Stripe source reading localstripe (whose PaymentIntents carry `amount`,
 /// not `amount_received`); its sweep every `interval` seconds (0: only on
-/// demand).
+/// demand), its requests 50 ms apart rather than a test key's 500.
 pub(crate) fn source(api_base: &str, interval: u64) -> String {
     format!(
         r#"
@@ -35,6 +35,7 @@ amount_path = "data.object.amount"
 api_key = "sk_test_hookledger"
 api_base = "{api_base}"
 interval_secs = {interval}
+request_gap_ms = 50
 "#
     )
 }

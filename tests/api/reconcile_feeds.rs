@@ -56,15 +56,20 @@ const SHOPIFY: FeedCase = FeedCase {
     payment_type: "orders.json",
 };
 
+/// `request_gap_ms` of the fakes' sources.
+const GAP_MS: u64 = 150;
+
 fn payment_id(n: usize) -> String {
     (450_789_000 + n).to_string()
 }
 
 impl FeedCase {
-    /// The kind's source reading `base` with `key`, on demand only.
+    /// The kind's source reading `base` with `key`, on demand only, its
+    /// requests `GAP_MS` apart rather than the provider's seconds.
     fn sources(&self, base: &str, key: &str) -> String {
         format!(
-            "{}\n[sources.reconcile]\napi_key = \"{key}\"\napi_base = \"{base}\"\ninterval_secs = 0\n",
+            "{}\n[sources.reconcile]\napi_key = \"{key}\"\napi_base = \"{base}\"\n\
+             interval_secs = 0\nrequest_gap_ms = {GAP_MS}\n",
             self.kind.config
         )
     }
@@ -120,6 +125,12 @@ async fn missed_events_are_recovered_once_across_pages(backend: Backend, case: &
         .filter(|a| a.target.contains(case.payment_type) || a.body.contains(case.payment_type))
         .count();
     assert_eq!(pages, 3, "{:?}", feed.asked());
+    // The run's requests, paced as configured: their gaps are timed from
+    // when each was sent, seen here as each arrives, so allow half a gap.
+    let asked = feed.asked();
+    let span = asked[asked.len() - 1].at - asked[0].at;
+    let paced = Duration::from_millis(GAP_MS * (asked.len() as u64 - 1) - GAP_MS / 2);
+    assert!(span >= paced, "{} requests in {span:?}", asked.len());
 
     // Again: the overlap is read again and nothing moves.
     let second = case.summary(&dir);

@@ -18,7 +18,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use tokio::net::TcpStream;
 
 use super::gate::{CLOSED_IDLE_FOR_ROOM, ConnectionGate};
-use super::head_deadline::ConnectionPhase;
+use super::head_deadline::{ConnectionPhase, STALLED_AFTER_ANSWER};
 use crate::context::Context;
 
 /// Serves `io` with `service` if the gate admits it: with the connection's
@@ -59,7 +59,16 @@ where
             let call = tokio::time::timeout(lifetime, call);
             tokio::pin!(call);
             tokio::select! {
-                served = &mut call => served,
+                // Ended by actix itself with answers the client never took
+                // (under load its keep-alive timer can run out before the
+                // phase is overdue): the same stall.
+                served = &mut call => match served {
+                    Ok(Ok(()) | Err(DispatchError::DisconnectTimeout)) if phase.stalled() => {
+                        context.metrics.connection(STALLED_AFTER_ANSWER);
+                        Ok(Ok(()))
+                    }
+                    served => served,
+                },
                 overdue = phase.overdue() => {
                     context.metrics.connection(overdue);
                     Ok(Ok(()))

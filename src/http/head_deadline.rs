@@ -38,6 +38,9 @@ use tokio::time::{Instant, Sleep};
 
 use super::gate::Slot;
 
+/// The metrics label of a connection whose client did not take its answers.
+pub const STALLED_AFTER_ANSWER: &str = "stalled_after_answer";
+
 /// Answered when a connection's first head is late, before it is closed.
 const TIMED_OUT: &[u8] =
     b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
@@ -66,6 +69,8 @@ struct State {
     /// (The `408` of a late first head is written past this record, on
     /// purpose: it is best effort, and the connection ends with it.)
     writes_blocked: Cell<bool>,
+    /// An answer has been produced and not yet flushed out whole.
+    unflushed: Cell<bool>,
     limit: Duration,
     opened: Instant,
     /// The gate's view of the connection: idle once an answer is fully
@@ -93,6 +98,7 @@ impl ConnectionPhase {
             deadline: Cell::new(Some(now + limit)),
             answers: Cell::new(0),
             writes_blocked: Cell::new(false),
+            unflushed: Cell::new(false),
             limit,
             opened: now,
             slot,
@@ -114,6 +120,7 @@ impl ConnectionPhase {
     /// Every byte written has gone out: after an answer, the connection
     /// is idle until a next request arrives.
     fn flushed(&self) {
+        self.0.unflushed.set(false);
         if self.0.phase.get() == Phase::Answered
             && !self.0.idle.get()
             && let Some(slot) = &self.0.slot
@@ -137,6 +144,7 @@ impl ConnectionPhase {
     /// The request has been answered.
     pub fn answered(&self) {
         self.0.answers.set(self.0.answers.get() + 1);
+        self.0.unflushed.set(true);
         self.set(Phase::Answered, Some(Instant::now() + 2 * self.0.limit));
     }
 
@@ -154,9 +162,16 @@ impl ConnectionPhase {
     /// stall, and is counted as one.
     pub fn late_head(&self) -> &'static str {
         match self.0.writes_blocked.get() {
-            true => "stalled_after_answer",
+            true => STALLED_AFTER_ANSWER,
             false => "head_timeout",
         }
+    }
+
+    /// Whether answers are waiting on a client that does not take them:
+    /// the socket took none of our last write, or an answer was never
+    /// flushed out whole.
+    pub fn stalled(&self) -> bool {
+        self.0.writes_blocked.get() || self.0.unflushed.get()
     }
 
     /// How long ago the connection was opened.
@@ -188,7 +203,7 @@ impl ConnectionPhase {
                     return self.late_head();
                 }
                 (Phase::Answered, Some(deadline)) if now >= deadline => {
-                    return "stalled_after_answer";
+                    return STALLED_AFTER_ANSWER;
                 }
                 _ => {}
             }

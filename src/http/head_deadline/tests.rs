@@ -187,6 +187,7 @@ async fn a_late_head_from_a_client_that_does_not_read_is_a_stall() {
     let error = read_some(&mut server).await.unwrap_err();
     assert_eq!(error.kind(), io::ErrorKind::TimedOut);
     assert_eq!(server.phase().late_head(), "stalled_after_answer");
+    assert!(server.phase().stalled());
     assert_eq!(server.phase().overdue().await, "stalled_after_answer");
 
     // Once a write goes through again, a late head is a late head.
@@ -194,4 +195,5 @@ async fn a_late_head_from_a_client_that_does_not_read_is_a_stall() {
     client.read_exact(&mut drained).await.unwrap();
     server.write_all(b"x").await.unwrap();
     assert_eq!(server.phase().late_head(), "head_timeout");
+    assert!(!server.phase().stalled());
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use clap::Args;
 
+use super::config_schema::{SCHEMA_FILE, schema_text};
 use crate::config::{DEFAULT_CONFIG_FILE, generate_admin_token};
 use crate::domain::SourceName;
 use crate::providers::{known_kinds, provider_for};
@@ -78,7 +79,8 @@ pub fn template(kind: &str, name: &str, public_url: &str) -> Result<String, Stri
         _ => String::new(),
     };
     Ok(format!(
-        "# hookledger configuration, written by `hookledger init --kind {kind}`.\n\
+        "#:schema ./{SCHEMA_FILE}\n\
+         # hookledger configuration, written by `hookledger init --kind {kind}`.\n\
          # README \"Configuration\" lists every key; `hookledger check-config` shows\n\
          # what will run.\n\
          \n\
@@ -117,6 +119,12 @@ pub fn run(args: &InitArgs, config: Option<&Path>) -> Result<(), String> {
         .unwrap_or_else(|| "https://<your public host>".to_owned());
     let text = template(&args.kind, &name, &shown_public)?;
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // Beside the config, where its `#:schema` line points: taplo-based
+    // editors complete and check the file as it is typed. Generated, so
+    // written over (an older binary's schema would refuse newer keys).
+    let schema = path.with_file_name(SCHEMA_FILE);
+    std::fs::write(&schema, schema_text())
+        .map_err(|e| format!("cannot write {}: {e}", schema.display()))?;
     let token = generate_admin_token(Path::new("data"))?;
     let row = |label: &str, value: &str| format!("  {label:<20} {value}");
     println!(
@@ -131,6 +139,16 @@ pub fn run(args: &InitArgs, config: Option<&Path>) -> Result<(), String> {
             &format!(
                 "{shown_public}/webhooks/{name}  (give this to {}; locally http://127.0.0.1:8080/webhooks/{name})",
                 args.kind
+            )
+        )
+    );
+    println!(
+        "{}",
+        row(
+            "config schema",
+            &format!(
+                "{}  (editors with taplo check the config against it)",
+                schema.display()
             )
         )
     );

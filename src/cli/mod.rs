@@ -1,10 +1,11 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
 //! `outbox move`, `init`, `check-config`, `migrate`, `check`, `events`,
-//! `replay`, `accounts`, `backup`, `send`, `bench`.
+//! `replay`, `accounts`, `backup`, `send`, `bench`, `config-schema`.
 
 mod banner;
 mod bench;
 mod check_config;
+mod config_schema;
 mod error;
 mod init;
 mod outbox;
@@ -28,6 +29,7 @@ use crate::startup::{Application, StartupError, connect_store};
 use banner::Banner;
 
 pub use bench::{http_header, read_http_request};
+pub use config_schema::schema_text;
 pub use error::CliError;
 pub use send::SendArgs;
 pub use sign::{SignedRequest, sign_body, sign_body_with, signed_sample, signed_sample_with};
@@ -94,6 +96,11 @@ pub enum Command {
     /// Validate the config as `serve` would and print what would run, without
     /// secrets; exit 1 listing every problem.
     CheckConfig,
+    /// Print the config file's JSON Schema (draft-07), for taplo and the
+    /// editors built on it: `hookledger config-schema >
+    /// hookledger.schema.json`, then `#:schema ./hookledger.schema.json` at
+    /// the top of the config.
+    ConfigSchema,
     /// Write a hookledger.toml for one provider kind (never over an existing
     /// file) and print the endpoint URL to give the provider.
     Init(init::InitArgs),
@@ -151,6 +158,12 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             for line in check_config::report(&load(&cli.config)?) {
                 println!("{line}");
             }
+            Ok(())
+        }
+        Command::ConfigSchema => {
+            // Written, not print!: piped into `head`, a closed stdout is no
+            // error worth a panic.
+            let _ = std::io::stdout().write_all(schema_text().as_bytes());
             Ok(())
         }
         Command::Init(args) => init::run(&args, cli.config.as_deref()).map_err(CliError::Init),

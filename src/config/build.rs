@@ -12,12 +12,12 @@ use super::destinations::{CheckKind, build_destinations};
 use super::env::{self, Env};
 use super::error::{ConfigError, Problems};
 use super::generated::Flavor;
-use super::limits;
 use super::raw::{RawConfig, RawSource};
 use super::scopes::scope_warnings;
 use super::secrets::{SelfManaged, generate, origin_of, placeholder_warnings, resolve_token};
 use super::settings::{AdminSettings, Config, Retention};
 use super::sources::build_sources;
+use super::{defaults, limits};
 use crate::secret::Secret;
 use crate::store::PoolSettings;
 
@@ -87,7 +87,11 @@ pub(super) fn build(
         admin: AdminSettings {
             token,
             token_origin: tokens.origin,
-            session_ttl_secs: raw.admin.session_ttl_secs.unwrap_or(12 * 3600).max(60),
+            session_ttl_secs: raw
+                .admin
+                .session_ttl_secs
+                .unwrap_or(defaults::ADMIN_SESSION_TTL_SECS)
+                .max(60),
             tokens: tokens.named,
         },
         metrics_token: tokens.metrics,
@@ -159,22 +163,25 @@ fn server(raw: &mut RawConfig, problems: &mut Problems) -> Server {
     let max_body_bytes = problems
         .within(
             "max_body_bytes",
-            raw.max_body_bytes.unwrap_or(256 * 1024),
-            1..=64 * 1024 * 1024,
+            raw.max_body_bytes
+                .unwrap_or(defaults::MAX_BODY_BYTES.default),
+            defaults::MAX_BODY_BYTES.range(),
         )
         .unwrap_or(1);
     let release_sweep_secs = problems
         .within(
             "release_sweep_secs",
-            raw.release_sweep_secs.unwrap_or(10),
-            1..=86_400,
+            raw.release_sweep_secs
+                .unwrap_or(defaults::RELEASE_SWEEP_SECS.default),
+            defaults::RELEASE_SWEEP_SECS.range(),
         )
         .unwrap_or(1);
     let shutdown_timeout_secs = problems
         .within(
             "shutdown_timeout_secs",
-            raw.shutdown_timeout_secs.unwrap_or(25),
-            1..=3600,
+            raw.shutdown_timeout_secs
+                .unwrap_or(defaults::SHUTDOWN_TIMEOUT_SECS.default),
+            defaults::SHUTDOWN_TIMEOUT_SECS.range(),
         )
         .unwrap_or(1);
     Server {
@@ -190,22 +197,28 @@ fn retention(raw: &RawConfig, problems: &mut Problems) -> Retention {
     let payload_days = problems
         .within(
             "retention.payload_days",
-            raw.retention.payload_days.unwrap_or(90),
-            0..=36_500,
+            raw.retention
+                .payload_days
+                .unwrap_or(defaults::RETENTION_PAYLOAD_DAYS.default),
+            defaults::RETENTION_PAYLOAD_DAYS.range(),
         )
         .unwrap_or(0);
     let outbox_days = problems
         .within(
             "retention.outbox_days",
-            raw.retention.outbox_days.unwrap_or(7),
-            0..=36_500,
+            raw.retention
+                .outbox_days
+                .unwrap_or(defaults::RETENTION_OUTBOX_DAYS.default),
+            defaults::RETENTION_OUTBOX_DAYS.range(),
         )
         .unwrap_or(0);
     let purge_interval_secs = problems
         .within(
             "retention.purge_interval_secs",
-            raw.retention.purge_interval_secs.unwrap_or(3600),
-            1..=86_400,
+            raw.retention
+                .purge_interval_secs
+                .unwrap_or(defaults::RETENTION_PURGE_INTERVAL_SECS.default),
+            defaults::RETENTION_PURGE_INTERVAL_SECS.range(),
         )
         .unwrap_or(1);
     Retention {
@@ -224,8 +237,10 @@ fn database(
     let max_connections = problems
         .within(
             "database.max_connections",
-            raw.database.max_connections.unwrap_or(10),
-            1..=1000,
+            raw.database
+                .max_connections
+                .unwrap_or(defaults::DATABASE_MAX_CONNECTIONS.default),
+            defaults::DATABASE_MAX_CONNECTIONS.range(),
         )
         .unwrap_or(1);
     let database_url = raw
@@ -244,9 +259,22 @@ fn database(
     let database = &raw.database;
     let pool = PoolSettings {
         max_connections: max_connections as u32,
-        acquire_timeout: Duration::from_secs(database.acquire_timeout_secs.unwrap_or(5).max(1)),
-        busy_timeout: Duration::from_millis(database.busy_timeout_ms.unwrap_or(5000)),
-        statement_timeout: Duration::from_millis(database.statement_timeout_ms.unwrap_or(15_000)),
+        acquire_timeout: Duration::from_secs(
+            database
+                .acquire_timeout_secs
+                .unwrap_or(defaults::DATABASE_ACQUIRE_TIMEOUT_SECS)
+                .max(1),
+        ),
+        busy_timeout: Duration::from_millis(
+            database
+                .busy_timeout_ms
+                .unwrap_or(defaults::DATABASE_BUSY_TIMEOUT_MS),
+        ),
+        statement_timeout: Duration::from_millis(
+            database
+                .statement_timeout_ms
+                .unwrap_or(defaults::DATABASE_STATEMENT_TIMEOUT_MS),
+        ),
     };
     (database_url, pool)
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::error::{Problems, in_range, without_strings};
 use super::raw::RawDestination;
-use super::{ConfigError, Env};
+use super::{ConfigError, Env, defaults};
 use crate::domain::{MessageType, Route, Routes, SourceName};
 
 /// Reads one destination's kind and that kind's own keys (the destination
@@ -29,7 +29,7 @@ pub fn kinds_at_start_up(_: &Destination, _: Env<'_>, _: &str) -> Result<(), Con
 }
 
 /// A key that takes one string or several (a secret, for rotation).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged, expecting = "a string or a list of strings")]
 pub enum OneOrMany {
     One(String),
@@ -170,13 +170,15 @@ fn build_one(
     };
     let max_attempts = in_range(
         &format!("{key}.max_attempts"),
-        raw.max_attempts.unwrap_or(25),
-        1..=1000,
+        raw.max_attempts
+            .unwrap_or(defaults::DESTINATION_MAX_ATTEMPTS.default),
+        defaults::DESTINATION_MAX_ATTEMPTS.range(),
     )?;
     let timeout_secs = in_range(
         &format!("{key}.timeout_secs"),
-        raw.timeout_secs.unwrap_or(10),
-        1..=300,
+        raw.timeout_secs
+            .unwrap_or(defaults::DESTINATION_TIMEOUT_SECS.default),
+        defaults::DESTINATION_TIMEOUT_SECS.range(),
     )?;
     let destination = Destination {
         name: name.as_str().to_owned(),

@@ -45,15 +45,7 @@ pub(super) fn keys(
             })
             .collect::<Result<_, _>>()?
     } else {
-        if !certificates.is_empty() {
-            return Err(ConfigError::new(
-                format!("{key}.certificates"),
-                format!(
-                    "kind {} verifies with secrets, not certificates",
-                    provider.kind()
-                ),
-            ));
-        }
+        // Certificates on another kind are refused by `kind_keys`.
         if raw.secrets.is_empty() {
             return Err(ConfigError::new(
                 format!("{key}.secrets"),

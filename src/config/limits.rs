@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::ConfigError;
 use super::raw::RawLimits;
+use super::{ConfigError, defaults};
 use crate::net::{Cidr, TrustedProxies};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +30,13 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            read_timeout: Duration::from_secs(5),
-            max_connections: 1024,
-            max_connections_per_address: Some(64),
+            read_timeout: Duration::from_secs(defaults::LIMITS_READ_TIMEOUT_SECS.default),
+            max_connections: defaults::LIMITS_MAX_CONNECTIONS.default as usize,
+            max_connections_per_address: Some(
+                defaults::LIMITS_MAX_CONNECTIONS_PER_ADDRESS.default as usize,
+            ),
             trusted_proxies: TrustedProxies::default(),
-            log_summary: Duration::from_secs(60),
+            log_summary: Duration::from_secs(defaults::LIMITS_LOG_SUMMARY_SECS.default),
         }
     }
 }
@@ -55,15 +57,23 @@ fn within(
 
 pub(super) fn build(raw: &RawLimits) -> Result<Limits, ConfigError> {
     let default = Limits::default();
-    let read_timeout = within("read_timeout_secs", raw.read_timeout_secs, 1..=300)?
-        .map_or(default.read_timeout, Duration::from_secs);
-    let max_connections = within("max_connections", raw.max_connections, 1..=1_000_000)?
-        .map_or(default.max_connections, |n| n as usize);
+    let read_timeout = within(
+        "read_timeout_secs",
+        raw.read_timeout_secs,
+        defaults::LIMITS_READ_TIMEOUT_SECS.range(),
+    )?
+    .map_or(default.read_timeout, Duration::from_secs);
+    let max_connections = within(
+        "max_connections",
+        raw.max_connections,
+        defaults::LIMITS_MAX_CONNECTIONS.range(),
+    )?
+    .map_or(default.max_connections, |n| n as usize);
     let half = (max_connections / 2).max(1);
     let max_connections_per_address = match within(
         "max_connections_per_address",
         raw.max_connections_per_address,
-        0..=1_000_000,
+        defaults::LIMITS_MAX_CONNECTIONS_PER_ADDRESS.range(),
     )? {
         // The default share never exceeds half of a smaller instance.
         None => default.max_connections_per_address.map(|n| n.min(half)),
@@ -88,8 +98,12 @@ pub(super) fn build(raw: &RawLimits) -> Result<Limits, ConfigError> {
         .collect::<Result<Vec<_>, _>>()
         .map(TrustedProxies)
         .map_err(|e| ConfigError::new("limits.trusted_proxies", e))?;
-    let log_summary = within("log_summary_secs", raw.log_summary_secs, 1..=86_400)?
-        .map_or(default.log_summary, Duration::from_secs);
+    let log_summary = within(
+        "log_summary_secs",
+        raw.log_summary_secs,
+        defaults::LIMITS_LOG_SUMMARY_SECS.range(),
+    )?
+    .map_or(default.log_summary, Duration::from_secs);
     Ok(Limits {
         read_timeout,
         max_connections,

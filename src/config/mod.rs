@@ -3,18 +3,21 @@
 
 mod admins;
 mod build;
+mod defaults;
 mod destinations;
 mod env;
 mod error;
 mod generated;
 mod generic;
 mod keys;
+pub mod kind_keys;
 mod limits;
 mod mapping;
 mod ordering;
 mod payments;
 mod raw;
 mod reconcile;
+pub mod schema;
 mod scopes;
 mod secrets;
 mod settings;

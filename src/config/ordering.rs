@@ -1,15 +1,10 @@
 //! A source's ordering keys -> a validated [`OrderingPolicy`].
 
 use super::ConfigError;
+use super::defaults::{MAX_FIRST_SEQUENCE, MAX_GAP_TIMEOUT_SECS, MAX_RELEASE_BATCH};
 use super::raw::{RawOnStale, RawSource};
 use crate::domain::{OnStale, OrderingMode, OrderingPolicy};
 use crate::providers::Provider;
-
-/// Contiguous streams number from here; the bound keeps `first - 1` and every
-/// guard arithmetic far from overflow.
-const MAX_FIRST_SEQUENCE: i64 = 1 << 53;
-const MAX_RELEASE_BATCH: u64 = 10_000;
-const MAX_GAP_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
 
 pub fn policy(
     raw: &RawSource,

@@ -6,16 +6,9 @@ use std::time::Duration;
 
 use super::raw::RawReconcile;
 use super::secrets::resolve_secret;
-use super::{ConfigError, Env};
+use super::{ConfigError, Env, defaults};
 use crate::providers::Provider;
 use crate::source::Reconcile;
-
-/// The sweep inside `serve`, by default every 10 minutes.
-const DEFAULT_INTERVAL_SECS: u64 = 600;
-/// How far back a first run reads by default: Stripe's retries last 3 days.
-const DEFAULT_LOOKBACK_SECS: u64 = 3 * 24 * 3600;
-/// The widest `request_gap_ms`: a minute between requests.
-const MAX_REQUEST_GAP_MS: u64 = 60_000;
 
 pub(super) fn reconcile(
     raw: Option<&RawReconcile>,
@@ -67,13 +60,18 @@ pub(super) fn reconcile(
     let api_base = checked_base(api_base)
         .map_err(|e| ConfigError::new(format!("{key}.api_base"), e))?
         .to_owned();
-    let interval = match raw.interval_secs.unwrap_or(DEFAULT_INTERVAL_SECS) {
+    let interval = match raw
+        .interval_secs
+        .unwrap_or(defaults::RECONCILE_INTERVAL_SECS)
+    {
         0 => None,
         secs => Some(Duration::from_secs(secs)),
     };
-    let lookback = raw.lookback_secs.unwrap_or(DEFAULT_LOOKBACK_SECS);
+    let lookback = raw
+        .lookback_secs
+        .unwrap_or(defaults::RECONCILE_LOOKBACK_SECS.default);
     let retention = api.retention_days * 24 * 3600;
-    if !(60..=retention).contains(&lookback) {
+    if !(defaults::RECONCILE_LOOKBACK_SECS.min..=retention).contains(&lookback) {
         return Err(ConfigError::new(
             format!("{key}.lookback_secs"),
             format!(
@@ -84,11 +82,16 @@ pub(super) fn reconcile(
     }
     let request_gap = match raw.request_gap_ms {
         None => None,
-        Some(ms @ 1..=MAX_REQUEST_GAP_MS) => Some(Duration::from_millis(ms)),
+        Some(ms) if defaults::RECONCILE_REQUEST_GAP_MS.range().contains(&ms) => {
+            Some(Duration::from_millis(ms))
+        }
         Some(_) => {
             return Err(ConfigError::new(
                 format!("{key}.request_gap_ms"),
-                format!("must be 1 to {MAX_REQUEST_GAP_MS} (milliseconds between requests)"),
+                format!(
+                    "must be 1 to {} (milliseconds between requests)",
+                    defaults::RECONCILE_REQUEST_GAP_MS.max
+                ),
             ));
         }
     };

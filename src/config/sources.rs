@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use super::error::{Problems, in_range};
 use super::raw::RawSource;
-use super::{ConfigError, Env, keys, mapping, ordering, reconcile, scopes};
+use super::{ConfigError, Env, keys, kind_keys, mapping, ordering, reconcile, scopes};
 use crate::domain::SourceName;
 use crate::providers::provider_for;
 use crate::source::Source;
@@ -52,6 +52,9 @@ fn build_source(
         )
     })?;
     let mut problems = Problems::default();
+    for refused in kind_keys::refused(&raw, provider, key) {
+        problems.push(refused);
+    }
     let keys = problems.take(keys::keys(&raw, provider, env, key));
     let tolerance_secs = problems.take(tolerance(&raw, provider, key));
     let ordering = problems.take(ordering::policy(&raw, provider, key));

@@ -6,13 +6,14 @@
 //! currency's ISO 4217 exponent, with any digit the currency cannot hold
 //! refused (`"10.001"` USD), never rounded.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::Currency;
 
 /// How a provider writes an amount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum AmountFormat {
     /// A JSON integer of minor units: `1500`.

@@ -13,14 +13,19 @@
 use std::fmt;
 use std::ops::RangeInclusive;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Direction;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum OrderingMode {
+    /// Each event applies at once; one older than the newest applied is
+    /// late (`on_stale` says what happens to it).
     HighWater,
+    /// The sender numbers its events: they apply in exactly that order,
+    /// a gap waits.
     Contiguous,
 }
 
@@ -34,10 +39,10 @@ impl OrderingMode {
 }
 
 /// What happens to a debit that would take a balance below zero.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NegativeBalance {
-    /// Held as `rejected`, with the balance it would leave, for an operator.
+    /// Held as `stale`, with the balance it would leave, for an operator.
     Hold,
     /// Applied: the balance goes below zero.
     Allow,
@@ -53,7 +58,7 @@ impl NegativeBalance {
 }
 
 /// What happens to a late event of one effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StaleAction {
     /// Held as `stale` for an operator.

@@ -141,6 +141,18 @@ impl Provider for GenericHmac {
         true
     }
 
+    fn own_keys(&self) -> &'static [&'static str] {
+        &[
+            "signature_header",
+            "signature_prefix",
+            "algorithm",
+            "encoding",
+            "signed_payload",
+            "timestamp_header",
+            "id_header",
+        ]
+    }
+
     fn check_settings(&self, settings: &KindSettings) -> Result<(), SettingsError> {
         match &settings.generic {
             Some(_) => Ok(()),

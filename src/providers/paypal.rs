@@ -160,6 +160,10 @@ impl Provider for PayPal {
         true
     }
 
+    fn own_keys(&self) -> &'static [&'static str] {
+        &["webhook_id", "certificates"]
+    }
+
     fn check_settings(&self, settings: &KindSettings) -> Result<(), SettingsError> {
         match settings.webhook_id.as_deref() {
             Some(id) if !id.trim().is_empty() => Ok(()),

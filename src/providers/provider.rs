@@ -78,6 +78,14 @@ pub trait Provider: Sync + 'static {
         false
     }
 
+    /// The source keys only this kind reads (Square's `notification_url`,
+    /// PayPal's `webhook_id` and `certificates`, generic-hmac's scheme):
+    /// check-config refuses them on a source of another kind, and the
+    /// config's JSON Schema says the same.
+    fn own_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// What the kind needs configured besides secrets (Square's
     /// notification URL, say), checked at start-up.
     fn check_settings(&self, _settings: &KindSettings) -> Result<(), SettingsError> {

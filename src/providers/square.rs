@@ -123,6 +123,10 @@ impl Provider for Square {
         RULES
     }
 
+    fn own_keys(&self) -> &'static [&'static str] {
+        &["notification_url"]
+    }
+
     fn check_settings(&self, settings: &KindSettings) -> Result<(), SettingsError> {
         let refuse = |message: &str| SettingsError {
             key: "notification_url",

@@ -211,7 +211,7 @@ fn a_bad_config_stops_start_up_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let secret = "secrets = [\"env:HOOKLEDGER_TEST_UNSET_SECRET\"]";
     let config = format!("[[sources]]\nname = \"stripe\"\nkind = \"stripe\"\n{secret}\n");
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     let output = hookledger(dir.path()).output().unwrap();
     assert!(!output.status.success());
     assert!(!dir.path().join("data").exists(), "nothing was created");

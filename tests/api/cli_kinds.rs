@@ -78,7 +78,7 @@ async fn every_kind_signs_with_send_and_credits_once(backend: Backend) {
     let (database_url, _postgres) =
         crate::postgres::database_for(&backend, &dir.path().join("hookledger.db")).await;
     let file = dir.path().join("hookledger.toml");
-    std::fs::write(&file, config(&database_url)).unwrap();
+    crate::helpers::write_config(&file, config(&database_url)).unwrap();
     let server = Server::start(
         dir.path(),
         &[("HOOKLEDGER_CONFIG", file.to_str().unwrap())],

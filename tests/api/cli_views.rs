@@ -10,7 +10,7 @@ async fn the_terminal_shows_events_and_an_account(backend: Backend) {
     app.send_ok(&debit_seq("refund_1", "cus_42", 300, 1)).await;
     app.send_ok(&credit("pay_other", "cus_7", 900)).await;
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    crate::helpers::write_config(
         dir.path().join("hookledger.toml"),
         format!(
             "database_url = \"{}\"\ndata_dir = \"{}\"\n[admin]\ntoken = \"{ADMIN_TOKEN}\"\n",

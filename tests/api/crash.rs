@@ -93,7 +93,8 @@ async fn a_killed_release_cascade_finishes_after_a_restart(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let (database_url, _postgres) =
         crate::postgres::database_for(&backend, &dir.path().join("hookledger.db")).await;
-    std::fs::write(dir.path().join("hookledger.toml"), config(&database_url)).unwrap();
+    crate::helpers::write_config(dir.path().join("hookledger.toml"), config(&database_url))
+        .unwrap();
     let mut server = Server::start(dir.path(), &[], "admin page");
     let client = hookledger::tls::client();
     let parked: Vec<Value> = stream::iter(2..=BACKLOG + 1)

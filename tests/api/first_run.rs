@@ -144,7 +144,7 @@ async fn the_banner_lists_what_runs(backend: Backend) {
          [[sources]]\nname = \"shop\"\nkind = \"standard-webhooks\"\n\
          secrets = [\"env:SHOP_WEBHOOK_SECRET\"]\n"
     );
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     let secret = (
         "SHOP_WEBHOOK_SECRET",
         "whsec_YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4",

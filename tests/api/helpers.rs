@@ -3,6 +3,8 @@
 //! signs requests with the same code as `hookledger send`, and checks the
 //! ledger invariants after every scenario.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -114,6 +116,7 @@ impl TestApp {
 
     async fn start(database_url: String, options: &Options<'_>) -> TestApp {
         let text = base_config(&database_url, options);
+        keep_config_copy(&text);
         let mut config = from_toml(&text, &|_| None).expect("test config is valid");
         config.run_relays = !options.no_relay;
         let clock = Arc::new(ManualClock::new(now()));
@@ -328,4 +331,26 @@ impl TestApp {
             "ledger invariants violated: {violations:#?}"
         );
     }
+}
+
+/// With `HOOKLEDGER_TEST_CONFIG_COPIES` set (as `.ci/run` sets it), a copy
+/// of each config a test runs with is kept in that folder, one file per
+/// distinct text, for taplo to check against the config's JSON Schema
+/// after the suite.
+pub fn keep_config_copy(text: &str) {
+    let Some(dir) = std::env::var_os("HOOKLEDGER_TEST_CONFIG_COPIES") else {
+        return;
+    };
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    let dir = Path::new(&dir);
+    std::fs::create_dir_all(dir).expect("the config copies' folder can be made");
+    std::fs::write(dir.join(format!("{:016x}.toml", hasher.finish())), text)
+        .expect("a config copy can be written");
+}
+
+/// Writes a config file a test runs the binary with (and keeps a copy).
+pub fn write_config(path: impl AsRef<Path>, text: impl AsRef<str>) -> std::io::Result<()> {
+    keep_config_copy(text.as_ref());
+    std::fs::write(path, text.as_ref())
 }

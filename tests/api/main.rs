@@ -7,6 +7,7 @@ mod architecture;
 #[macro_use]
 mod backend;
 mod browser;
+mod config_schema;
 mod fake_api;
 mod fake_feed;
 mod fixtures;

@@ -53,6 +53,7 @@ pub async fn side_store_routing(
     destinations: &str,
 ) -> (Store, Vec<hookledger::config::Destination>) {
     let text = format!("[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{destinations}");
+    crate::helpers::keep_config_copy(&text);
     let config = hookledger::config::from_toml(&text, &|_| None).unwrap();
     let store = crate::postgres::side_store(&app.database_url)
         .await

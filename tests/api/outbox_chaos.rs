@@ -91,7 +91,7 @@ timeout_secs = 1
 "#,
         url = receiver.url()
     );
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
     let started = Instant::now();
     let mut server = Server::start(dir.path(), &[], "source demo");

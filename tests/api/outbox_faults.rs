@@ -195,7 +195,7 @@ async fn a_system_without_certificates_still_starts_and_relays() {
          kind = \"standard-webhooks\"\nsecrets = [\"{DEMO_SECRET}\"]\n{}",
         http_destination("flaky", &receiver.url(), "")
     );
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     let empty = dir.path().join("empty.pem").display().to_string();
     let nothing = dir.path().join("no-certs").display().to_string();
     let env = [

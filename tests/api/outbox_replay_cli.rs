@@ -73,7 +73,7 @@ async fn replay_re_queues_only_what_its_filters_name(backend: Backend) {
         extra_sources: &destination,
         ..Options::default()
     };
-    std::fs::write(
+    crate::helpers::write_config(
         dir.path().join("hookledger.toml"),
         base_config(&app.database_url, &options),
     )

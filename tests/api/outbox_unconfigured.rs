@@ -80,7 +80,7 @@ async fn a_renamed_destination_s_messages_are_shown_and_moved(backend: Backend) 
     assert_eq!(unconfigured(&writer).await, json!([]));
 
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    crate::helpers::write_config(
         dir.path().join("hookledger.toml"),
         base_config(&writer.database_url, &options),
     )

@@ -54,7 +54,7 @@ pub(crate) async fn app(backend: Backend, sources: &str) -> TestApp {
 /// A folder with a config for `app`'s database and `sources`.
 pub(crate) fn config_dir(app: &TestApp, sources: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    crate::helpers::write_config(
         dir.path().join("hookledger.toml"),
         format!(
             "database_url = \"{}\"\ndata_dir = \"{}\"\n[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{sources}",

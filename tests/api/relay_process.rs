@@ -43,7 +43,7 @@ async fn a_relay_process_delivers_and_counts_on_its_own_listener(backend: Backen
         extra_sources: &destination,
         ..Options::default()
     };
-    std::fs::write(&config, base_config(&app.database_url, &options)).unwrap();
+    crate::helpers::write_config(&config, base_config(&app.database_url, &options)).unwrap();
     let config = config.display().to_string();
     let relay = Server::start_with(
         dir.path(),

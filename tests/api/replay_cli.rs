@@ -10,7 +10,7 @@ use crate::replay::{FIXED, before_and_after};
 /// A folder with a config for `app`'s database and the fixed `shop`.
 fn config_dir(app: &TestApp) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
+    crate::helpers::write_config(
         dir.path().join("hookledger.toml"),
         format!(
             "database_url = \"{}\"\ndata_dir = \"{}\"\n[admin]\ntoken = \"{ADMIN_TOKEN}\"\n{FIXED}",

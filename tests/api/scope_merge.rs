@@ -44,6 +44,7 @@ async fn run_v1(url: String) {
             ..Options::default()
         },
     );
+    crate::helpers::keep_config_copy(&text);
     let config = from_toml(&text, &|_| None).unwrap();
     let app = Application::build(config, Arc::new(ManualClock::new(now())))
         .await

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
@@ -16,11 +17,15 @@ use crate::providers::{KindSettings, Unsigned, provider_for};
 use crate::secret::{KeyBytes, Secret};
 
 /// The keys of `kind = "http"`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Settings {
+pub(super) struct Settings {
+    /// Where messages are POSTed: `https://` or `http://`, no credentials
+    /// (the query is never shown).
+    #[schemars(extend("pattern" = "^https?://"))]
     url: Option<String>,
-    /// One secret, or several while one is rotated.
+    /// The Standard Webhooks secret the receiver verifies with (`whsec_...`,
+    /// at least 16 bytes, `env:NAME` allowed); several while one is rotated.
     secret: Option<OneOrMany>,
 }
 

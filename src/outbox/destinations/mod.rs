@@ -12,6 +12,8 @@ mod nats;
 
 use std::sync::Arc;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
 use crate::config::{ConfigError, Destination, Env, process_env};
 
 pub use deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
@@ -24,17 +26,41 @@ pub type Parse = fn(toml::Table, Env<'_>, &str) -> Result<Arc<dyn DestinationKin
 /// they do not know (`#[serde(deny_unknown_fields)]`): the keys every
 /// destination has are read first, so a mistyped one reaches the kind
 /// (a test holds every kind to it).
-static KINDS: &[(&str, Parse)] = &[("http", http::parse), ("nats", nats::parse)];
+static KINDS: &[Kind] = &[
+    Kind {
+        name: "http",
+        parse: http::parse,
+        settings: <http::Settings as JsonSchema>::json_schema,
+    },
+    Kind {
+        name: "nats",
+        parse: nats::parse,
+        settings: <nats::Settings as JsonSchema>::json_schema,
+    },
+];
+
+/// A kind: its name, what reads its keys, and their JSON Schema (the
+/// config's schema, `hookledger config-schema`).
+struct Kind {
+    name: &'static str,
+    parse: Parse,
+    settings: fn(&mut SchemaGenerator) -> Schema,
+}
 
 pub fn parser_for(kind: &str) -> Option<Parse> {
-    KINDS
-        .iter()
-        .find(|(name, _)| *name == kind)
-        .map(|(_, parse)| *parse)
+    KINDS.iter().find(|k| k.name == kind).map(|k| k.parse)
 }
 
 pub fn known_kinds() -> impl Iterator<Item = &'static str> {
-    KINDS.iter().map(|(name, _)| *name)
+    KINDS.iter().map(|k| k.name)
+}
+
+/// Each kind's own keys as a JSON Schema object, by kind name.
+pub fn settings_schemas(generator: &mut SchemaGenerator) -> Vec<(&'static str, Schema)> {
+    KINDS
+        .iter()
+        .map(|k| (k.name, (k.settings)(generator)))
+        .collect()
 }
 
 /// What `config::load` is given to read each destination's own keys: the

@@ -10,18 +10,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
 use crate::config::{ConfigError, Env, kind_settings, plain_url};
 
+const DEFAULT_SUBJECT: &str = "hookledger.{type}";
+const DEFAULT_STREAM: &str = "HOOKLEDGER";
+
 /// The keys of `kind = "nats"`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Settings {
+pub(super) struct Settings {
+    /// The NATS server: `nats://` or `tls://`, no credentials.
+    #[schemars(extend("pattern" = "^(nats|tls)://"))]
     url: Option<String>,
+    /// The subject template: `{type}`, `{source}`, `{currency}` are filled
+    /// in per message.
+    #[schemars(extend("default" = DEFAULT_SUBJECT))]
     subject: Option<String>,
+    /// The JetStream stream, created if missing: 1-64 letters, digits,
+    /// `_` or `-`.
+    #[schemars(extend("default" = DEFAULT_STREAM, "pattern" = "^[A-Za-z0-9_-]{1,64}$"))]
     stream: Option<String>,
 }
 
@@ -46,9 +58,9 @@ pub fn parse(
     } = kind_settings(settings, key)?;
     let url = url.ok_or_else(|| ConfigError::new(format!("{key}.url"), "is required"))?;
     let url = plain_url(&url, &["nats", "tls"], key)?;
-    let subject = subject.unwrap_or_else(|| "hookledger.{type}".to_owned());
+    let subject = subject.unwrap_or_else(|| DEFAULT_SUBJECT.to_owned());
     check_subject(&subject).map_err(|e| ConfigError::new(format!("{key}.subject"), e))?;
-    let stream = stream.unwrap_or_else(|| "HOOKLEDGER".to_owned());
+    let stream = stream.unwrap_or_else(|| DEFAULT_STREAM.to_owned());
     if stream.is_empty()
         || stream.len() > 64
         || !stream

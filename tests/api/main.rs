@@ -14,6 +14,7 @@ mod fixtures;
 mod helpers;
 mod localstripe;
 mod locker;
+mod monitoring;
 mod pause;
 mod postgres;
 mod postgres_tls;

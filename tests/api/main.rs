@@ -8,6 +8,7 @@ mod architecture;
 mod backend;
 mod browser;
 mod config_schema;
+mod doc_links;
 mod fake_api;
 mod fake_feed;
 mod fixtures;

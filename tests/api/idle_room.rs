@@ -118,18 +118,28 @@ async fn a_full_instance_closes_anyones_idle_connection_for_room(backend: Backen
     let mut idle = deliver_kept_alive(&app, POOLER, "idle", 39, 4).await;
     // The 40th place is the test's own admin client, which pools too.
     let mut sender = deliver_kept_alive(&app, SENDER, "sender", 10, 1).await;
-    let counts = connection_counts(&app).await;
-    assert_eq!(counts["refused_full"], Value::Null, "{counts}");
-    let reclaimed = counts["closed_idle_for_room"].as_u64().unwrap_or(0);
+    let before = connection_counts(&app).await;
+    assert_eq!(before["refused_full"], Value::Null, "{before}");
     // The first delivery took an idle connection of the other address's;
     // each later one the sender's own idle connection, as its own come
     // first.
     let (pool_closed, pool_reset) = closed_and_reset(&mut idle).await;
     let (own_closed, own_reset) = closed_and_reset(&mut sender).await;
     assert_eq!((pool_reset, own_reset), (0, 0));
-    assert!(pool_closed >= 1, "{counts}");
-    assert_eq!((pool_closed + own_closed) as u64, reclaimed, "{counts}");
-    assert!(reclaimed >= 9, "{counts}");
+    assert!(pool_closed >= 1, "{before}");
+    let closed = (pool_closed + own_closed) as u64;
+    assert!(closed >= 9, "{closed} closed; {before}");
+    // Every connection closed for room is counted. The admin client's own
+    // pooled connection is one of the 40 places too: it may be the one a
+    // delivery reclaims (counted, not among the test's), and a scrape
+    // that then needs a place reclaims one itself, which the count it
+    // answers with may not include yet; a later scrape's does.
+    let after = connection_counts(&app).await;
+    let reclaimed = after["closed_idle_for_room"].as_u64().unwrap_or(0);
+    assert!(
+        (closed..=closed + 2).contains(&reclaimed),
+        "{closed} closed; {before} then {after}"
+    );
 }
 
 both_backends!(

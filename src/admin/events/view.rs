@@ -5,7 +5,7 @@
 
 use crate::admin::target::{event_action_href, event_href, gap_href};
 use crate::admin::view::{EventView, minor_units, money, reason_is_current, time};
-use crate::store::{EventDetailRow, LedgerEntryRow};
+use crate::store::{EventDetailRow, EventRow, LedgerEntryRow};
 
 pub struct EventDetailView {
     pub summary: EventView,
@@ -87,36 +87,13 @@ impl EventDetailView {
     pub fn new(row: EventDetailRow, context: Context) -> Self {
         let (payload, payload_pretty) = payload(&row);
         let headers = row.signature_headers();
-        let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-        let signed_at = row
-            .signed_at
-            .map(|at| signed_time(at, row.event.first_received_at));
-        let conflicting = (row.event.conflicts > 0).then(|| {
-            row.conflict_sha256
-                .clone()
-                .unwrap_or_else(|| "not recorded (received before it was kept)".into())
-        });
-        let event = row.event;
-        let mut fields = vec![
-            ("Origin", origin(&event.origin)),
-            ("Sequence", optional(event.sequence.map(|s| s.to_string()))),
-            ("Scope", event.scope.clone()),
-            ("Object id", optional(event.object_id.clone())),
-            ("Payment", optional(event.payment_ref.clone())),
-            ("Occurred at", optional(event.occurred_at.map(time))),
-            ("First received", time(event.first_received_at)),
-            ("Last received", time(event.last_received_at)),
-            ("Signed at", optional(signed_at)),
-            ("Payload SHA-256", event.payload_sha256.clone()),
-        ];
-        if let Some(conflicting) = conflicting {
-            fields.push(("Conflicting body SHA-256", conflicting));
-        }
+        let fields = fields(&row);
         let credited_by = row
             .credited_by_source
             .as_deref()
             .zip(row.credited_by_event.as_deref())
             .map(|(source, event_id)| (event_id.to_owned(), event_href(source, event_id)));
+        let event = row.event;
         let linked = |event_id: &Option<String>| {
             event_id
                 .as_deref()
@@ -134,36 +111,13 @@ impl EventDetailView {
         let dismiss_href = event_action_href(&event.source, &event.event_id, "dismiss");
         let replay_href = event_action_href(&event.source, &event.event_id, "replay");
         let can_apply = event.status == "stale";
-        let preview = match (can_apply, event.amount_minor, event.currency.as_deref()) {
-            (true, Some(amount), Some(currency)) => {
-                let before = context.balance_minor.unwrap_or(0);
-                before.checked_add(amount).map(|after| {
-                    format!(
-                        "{} → {}",
-                        money(Some(before), Some(currency)),
-                        money(Some(after), Some(currency))
-                    )
-                })
-            }
-            _ => None,
-        };
-        let stored_reason = event.reason.clone().filter(|r| !r.is_empty());
-        let current = reason_is_current(&event.status);
-        let reason_now = match (current, &stored_reason) {
-            (true, Some(reason)) => reason.clone(),
-            // Ignored under the config it arrived with, mapped by today's:
-            // the replay below says what it would do.
-            (true, None) if event.status == "ignored" && context.replay.as_ref().is_some_and(|r| r.would_change) => {
-                "its source mapped no money movement for it when it arrived; the current config does (see Replay)".to_owned()
-            }
-            (true, None) if event.status == "ignored" => {
-                context.ignored_because.unwrap_or_default()
-            }
-            _ => String::new(),
-        };
-        let earlier_reason = stored_reason.filter(|_| !current);
+        let preview = can_apply
+            .then(|| apply_preview(&event, context.balance_minor))
+            .flatten();
+        let would_change = context.replay.as_ref().is_some_and(|r| r.would_change);
+        let (reason_now, earlier_reason) = reasons(&event, would_change, context.ignored_because);
         let held = ["stale", "rejected", "waiting"].contains(&event.status.as_str());
-        let replay_in_form = held && context.replay.as_ref().is_some_and(|r| r.would_change);
+        let replay_in_form = held && would_change;
         let mut summary = EventView::from(event);
         summary.reason = reason_now.clone();
         Self {
@@ -189,6 +143,71 @@ impl EventDetailView {
             replay_href,
         }
     }
+}
+
+/// The stored fields the page lists, in order.
+fn fields(row: &EventDetailRow) -> Vec<(&'static str, String)> {
+    let optional = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let event = &row.event;
+    let signed_at = row
+        .signed_at
+        .map(|at| signed_time(at, event.first_received_at));
+    let mut fields = vec![
+        ("Origin", origin(&event.origin)),
+        ("Sequence", optional(event.sequence.map(|s| s.to_string()))),
+        ("Scope", event.scope.clone()),
+        ("Object id", optional(event.object_id.clone())),
+        ("Payment", optional(event.payment_ref.clone())),
+        ("Occurred at", optional(event.occurred_at.map(time))),
+        ("First received", time(event.first_received_at)),
+        ("Last received", time(event.last_received_at)),
+        ("Signed at", optional(signed_at)),
+        ("Payload SHA-256", event.payload_sha256.clone()),
+    ];
+    if event.conflicts > 0 {
+        let conflicting = row
+            .conflict_sha256
+            .clone()
+            .unwrap_or_else(|| "not recorded (received before it was kept)".into());
+        fields.push(("Conflicting body SHA-256", conflicting));
+    }
+    fields
+}
+
+/// What an apply would do to the balance: `$12.00 → $13.50` (none where
+/// the event moves no amount, or the sum would overflow).
+fn apply_preview(event: &EventRow, balance_minor: Option<i64>) -> Option<String> {
+    let (amount, currency) = (event.amount_minor?, event.currency.as_deref()?);
+    let before = balance_minor.unwrap_or(0);
+    before.checked_add(amount).map(|after| {
+        format!(
+            "{} → {}",
+            money(Some(before), Some(currency)),
+            money(Some(after), Some(currency))
+        )
+    })
+}
+
+/// Why the event is in its status now, and why it was held before it was
+/// applied or dismissed (a stored reason is one or the other).
+fn reasons(
+    event: &EventRow,
+    replay_would_change: bool,
+    ignored_because: Option<String>,
+) -> (String, Option<String>) {
+    let stored_reason = event.reason.clone().filter(|r| !r.is_empty());
+    let current = reason_is_current(&event.status);
+    let reason_now = match (current, &stored_reason) {
+        (true, Some(reason)) => reason.clone(),
+        // Ignored under the config it arrived with, mapped by today's:
+        // the replay says what it would do.
+        (true, None) if event.status == "ignored" && replay_would_change => {
+            "its source mapped no money movement for it when it arrived; the current config does (see Replay)".to_owned()
+        }
+        (true, None) if event.status == "ignored" => ignored_because.unwrap_or_default(),
+        _ => String::new(),
+    };
+    (reason_now, stored_reason.filter(|_| !current))
 }
 
 /// The notice after an action on the event page (`done` in the query):

@@ -103,11 +103,7 @@ pub const RECONCILE_LOOKBACK_SECS: Knob = Knob {
     max: 90 * DAY_SECS,
 };
 /// No default: the kind's own pacing (a tenth of its documented limit).
-pub const RECONCILE_REQUEST_GAP_MS: Knob = Knob {
-    default: 0,
-    min: 1,
-    max: 60_000,
-};
+pub const RECONCILE_REQUEST_GAP_MS: RangeInclusive<u64> = 1..=60_000;
 
 pub const DESTINATION_MAX_ATTEMPTS: Knob = Knob {
     default: 25,

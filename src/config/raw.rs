@@ -269,7 +269,7 @@ pub struct RawReconcile {
     pub lookback_secs: Option<u64>,
     /// The least time between a run's requests; by default a tenth of the
     /// provider's documented read limit.
-    #[schemars(extend("minimum" = defaults::RECONCILE_REQUEST_GAP_MS.min, "maximum" = defaults::RECONCILE_REQUEST_GAP_MS.max))]
+    #[schemars(extend("minimum" = *defaults::RECONCILE_REQUEST_GAP_MS.start(), "maximum" = *defaults::RECONCILE_REQUEST_GAP_MS.end()))]
     pub request_gap_ms: Option<u64>,
 }
 

@@ -82,7 +82,7 @@ pub(super) fn reconcile(
     }
     let request_gap = match raw.request_gap_ms {
         None => None,
-        Some(ms) if defaults::RECONCILE_REQUEST_GAP_MS.range().contains(&ms) => {
+        Some(ms) if defaults::RECONCILE_REQUEST_GAP_MS.contains(&ms) => {
             Some(Duration::from_millis(ms))
         }
         Some(_) => {
@@ -90,7 +90,7 @@ pub(super) fn reconcile(
                 format!("{key}.request_gap_ms"),
                 format!(
                     "must be 1 to {} (milliseconds between requests)",
-                    defaults::RECONCILE_REQUEST_GAP_MS.max
+                    defaults::RECONCILE_REQUEST_GAP_MS.end()
                 ),
             ));
         }

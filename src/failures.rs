@@ -22,7 +22,7 @@ pub const PER_SOURCE: usize = 1_000;
 const NAMES: usize = 32;
 const NAME_CHARS: usize = 64;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Failure {
     pub at: DateTime<Utc>,
     /// The stable code (`signature_mismatch`, ...).

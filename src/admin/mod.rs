@@ -23,6 +23,7 @@ mod guards;
 mod held;
 mod input;
 mod login;
+pub mod openapi;
 mod outbox;
 mod render;
 mod target;
@@ -129,10 +130,10 @@ fn api(cfg: &mut web::ServiceConfig) {
         )
         .service(at("/api/guard/reset").post(guards::reset_guard).finish())
         .service(at("/api/events").get(events::list_events).finish())
-        .service(at("/api/event").get(events::show_event).finish())
+        .service(at("/api/event").get(events::show_event_by_query).finish())
         .service(
             at("/api/event/{action}")
-                .post(events::act_on_event)
+                .post(events::act_on_event_by_query)
                 .finish(),
         )
         .service(
@@ -150,10 +151,14 @@ fn api(cfg: &mut web::ServiceConfig) {
                 .get(accounts::show_account)
                 .finish(),
         )
-        .service(at("/api/account").get(accounts::show_account).finish())
+        .service(
+            at("/api/account")
+                .get(accounts::show_account_by_query)
+                .finish(),
+        )
         .service(at("/api/gaps").get(gaps::list_gaps).finish())
-        .service(at("/api/gap").get(gaps::show_gap).finish())
-        .service(at("/api/gap/skip").post(gaps::skip_gap).finish())
+        .service(at("/api/gap").get(gaps::show_gap_by_query).finish())
+        .service(at("/api/gap/skip").post(gaps::skip_gap_by_query).finish())
         .service(
             at("/api/gaps/{source}/{account_id}")
                 .get(gaps::show_gap)
@@ -166,5 +171,6 @@ fn api(cfg: &mut web::ServiceConfig) {
         )
         .service(at("/api/metrics").get(dashboard::metrics).finish())
         .service(at("/api/outbox").get(outbox::api).finish())
-        .service(at("/api/check").get(dashboard::check).finish());
+        .service(at("/api/check").get(dashboard::check).finish())
+        .service(at("/api/openapi.json").get(openapi::openapi_json).finish());
 }

@@ -13,6 +13,7 @@ use actix_web::dev::Payload;
 use actix_web::web::{Path, Query};
 use actix_web::{FromRequest, HttpRequest};
 use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::http::ApiError;
 
@@ -31,27 +32,52 @@ pub struct AccountRef {
     pub account_id: String,
 }
 
-#[derive(Deserialize)]
-struct EventPath {
+/// An event named in the path. Ids are at most 255 bytes without control
+/// characters ([`plain_id`]); ids such as `.` or `..` need the query form.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct EventPath {
+    /// The source's name, as configured.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     source: String,
+    /// The provider's event id.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     event_id: String,
 }
 
-#[derive(Deserialize)]
-struct GapPath {
+/// An account named in the path.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct GapPath {
+    /// The source's name, as configured.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     source: String,
+    /// The account id the source's events carry.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     account_id: String,
 }
 
-#[derive(Deserialize)]
-struct EventQuery {
+/// An event named in the query (any id).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventQuery {
+    /// The source's name, as configured.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     source: String,
+    /// The provider's event id.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     id: String,
 }
 
-#[derive(Deserialize)]
-struct GapQuery {
+/// An account named in the query (any id).
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GapQuery {
+    /// The source's name, as configured.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     source: String,
+    /// The account id the source's events carry.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     account: String,
 }
 
@@ -81,14 +107,17 @@ fn query<T: serde::de::DeserializeOwned>(request: &HttpRequest) -> Result<T, Api
 /// (PostgreSQL refuses NUL in text, SQLite would not: the backends would
 /// disagree).
 pub fn plain_id(what: &str, value: String) -> Result<String, ApiError> {
-    if crate::domain::text::is_plain(&value, 255) {
+    if crate::domain::text::is_plain(&value, PLAIN_BYTES) {
         Ok(value)
     } else {
         Err(ApiError::BadRequest(format!(
-            "{what} must be at most 255 bytes without control characters"
+            "{what} must be at most {PLAIN_BYTES} bytes without control characters"
         )))
     }
 }
+
+/// The bytes an identifier may have.
+const PLAIN_BYTES: usize = 255;
 
 impl EventRef {
     fn checked(source: String, event_id: String) -> Result<Self, ApiError> {

@@ -101,6 +101,10 @@ pub enum Command {
     /// hookledger.schema.json`, then `#:schema ./hookledger.schema.json` at
     /// the top of the config.
     ConfigSchema,
+    /// Print the HTTP contract as OpenAPI 3.1 (the admin API serves the
+    /// same at /admin/api/openapi.json): `hookledger openapi >
+    /// schema/openapi.json`.
+    Openapi,
     /// Write a hookledger.toml for one provider kind (never over an existing
     /// file) and print the endpoint URL to give the provider.
     Init(init::InitArgs),
@@ -164,6 +168,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             // Written, not print!: piped into `head`, a closed stdout is no
             // error worth a panic.
             let _ = std::io::stdout().write_all(schema_text().as_bytes());
+            Ok(())
+        }
+        Command::Openapi => {
+            let _ = std::io::stdout().write_all(crate::admin::openapi::text().as_bytes());
             Ok(())
         }
         Command::Init(args) => init::run(&args, cli.config.as_deref()).map_err(CliError::Init),

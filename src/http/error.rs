@@ -5,13 +5,27 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::domain::Status;
 use crate::operator::OperatorError;
 use crate::providers::VerifyError;
 use crate::receive::ReceiveError;
 use crate::store::StoreError;
+
+/// Every error answer's body.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// A stable code: `bad_request`, `unauthorized`, `not_found`,
+    /// `conflict`, `wrong_status`, `unavailable`, a verification reason
+    /// (`signature_mismatch`, ...), ...
+    pub error: &'static str,
+    /// What went wrong, for a person.
+    pub message: String,
+    /// For `wrong_status`: the event's status now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -170,10 +184,14 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut body = json!({"error": self.code(), "message": self.to_string()});
-        if let ApiError::WrongStatus { status, .. } = self {
-            body["status"] = json!(status);
-        }
+        let body = ErrorBody {
+            error: self.code(),
+            message: self.to_string(),
+            status: match self {
+                ApiError::WrongStatus { status, .. } => Some(*status),
+                _ => None,
+            },
+        };
         let mut response = HttpResponse::build(self.status_code());
         match self {
             ApiError::Unavailable => {

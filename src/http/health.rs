@@ -4,12 +4,38 @@ use std::time::Duration;
 
 use actix_web::HttpResponse;
 use actix_web::web::Data;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::ApiError;
+use super::error::ErrorBody;
 use crate::context::Context;
 
-/// `GET /`, the address the banner shows: where everything is.
+/// The liveness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Alive {
+    /// Always `ok`.
+    pub status: &'static str,
+}
+
+/// The readiness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    pub status: &'static str,
+    /// `sqlite` or `postgres`.
+    pub database: &'static str,
+}
+
+/// Where everything is: one line naming the endpoints.
+///
+/// The address the start-up banner shows.
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "probes",
+    responses((status = 200, description = "Where everything is", body = String, content_type = "text/plain")),
+)]
 pub async fn index() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/plain; charset=utf-8")
@@ -19,15 +45,32 @@ pub async fn index() -> HttpResponse {
         )
 }
 
-/// The process is up.
+/// Liveness: the process is up.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "probes",
+    responses((status = 200, description = "The process is up", body = Alive)),
+)]
 pub async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+    HttpResponse::Ok().json(Alive { status: "ok" })
 }
 
-/// The database answers; 503 otherwise, so a load balancer stops routing here.
-/// Bounded so a probe gets an answer even while the pool waits for a dead
-/// database. The route is public and probed often, so a failure is logged
-/// within the log budget, at WARN.
+/// Readiness: the database answers.
+///
+/// 503 otherwise, so a load balancer stops routing here; bounded to 2 s,
+/// so a probe gets an answer even while the pool waits for a dead
+/// database. Probed often, so a failure is logged within the log budget,
+/// at WARN.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "probes",
+    responses(
+        (status = 200, description = "The database answers", body = Ready),
+        (status = 503, description = "The database did not answer within 2 s", body = ErrorBody),
+    ),
+)]
 pub async fn readyz(context: Data<Context>) -> Result<HttpResponse, ApiError> {
     let problem = match tokio::time::timeout(Duration::from_secs(2), context.store.ping()).await {
         Ok(Ok(())) => None,
@@ -40,5 +83,8 @@ pub async fn readyz(context: Data<Context>) -> Result<HttpResponse, ApiError> {
         }
         return Err(ApiError::Unavailable);
     }
-    Ok(HttpResponse::Ok().json(json!({"status": "ready", "database": context.store.backend()})))
+    Ok(HttpResponse::Ok().json(Ready {
+        status: "ready",
+        database: context.store.backend(),
+    }))
 }

@@ -9,11 +9,27 @@ use actix_web::{HttpRequest, HttpResponse};
 use chrono::{DateTime, TimeDelta};
 
 use super::ApiError;
+use super::error::ErrorBody;
 use super::token::{bearer_token, check_metrics_token};
 use crate::context::Context;
 use crate::reconcile::states;
 use crate::telemetry::prometheus::{self, ReconcileFigures, Scrape};
 
+/// The Prometheus text exposition.
+///
+/// Open unless `metrics.token` is set; then it takes that token as a
+/// bearer token (never an admin token).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "probes",
+    responses(
+        (status = 200, description = "The Prometheus text exposition", body = String, content_type = "text/plain"),
+        (status = 401, description = "`metrics.token` is set and was not presented", body = ErrorBody),
+        (status = 429, description = "Too many wrong tokens from this address", body = ErrorBody),
+        (status = 503, description = "The database is unavailable", body = ErrorBody),
+    ),
+)]
 pub async fn metrics(
     context: Data<Context>,
     request: HttpRequest,

@@ -8,11 +8,11 @@ pub mod error;
 pub mod form;
 pub mod gate;
 pub mod head_deadline;
-mod health;
-mod metrics;
+pub mod health;
+pub mod metrics;
 pub mod routes;
 pub mod token;
-mod webhook;
+pub mod webhook;
 
 use actix_web::web;
 

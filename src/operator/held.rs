@@ -18,10 +18,10 @@ pub enum Action {
 }
 
 impl Action {
+    pub const ALL: [Action; 2] = [Action::Apply, Action::Dismiss];
+
     pub fn parse(text: &str) -> Option<Action> {
-        [Action::Apply, Action::Dismiss]
-            .into_iter()
-            .find(|action| action.as_str() == text)
+        Self::ALL.into_iter().find(|action| action.as_str() == text)
     }
 
     pub fn as_str(self) -> &'static str {

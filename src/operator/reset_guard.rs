@@ -29,7 +29,7 @@ use crate::store::{EventRow, NewAudit, Store};
 /// Stale events a preview lists and a reset applies at most.
 pub const RESET_BATCH: i64 = 500;
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct GuardPreview {
     pub source: String,
     pub account_id: String,
@@ -57,7 +57,7 @@ pub struct ResetRequest<'a> {
     pub now: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct ResetOutcome {
     pub guard_before: i64,
     /// The guard after the held events were applied.
@@ -69,7 +69,7 @@ pub struct ResetOutcome {
     pub audit_id: i64,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct HeldReason {
     pub event_id: String,
     pub reason: String,

@@ -145,7 +145,7 @@ order by scope, payment_ref";
 
 /// A broken ledger invariant. None of these can happen if every balance
 /// change goes through the one transaction; the check proves it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Violation {
     BalanceMismatch {

@@ -27,7 +27,7 @@ pub(super) fn parse_status(text: &str) -> Result<Status, StoreError> {
 }
 
 /// An event (intent row) without its payload, for lists.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct EventRow {
     pub intent_id: i64,
     /// The source that received it first.
@@ -60,7 +60,7 @@ pub struct EventRow {
 }
 
 /// An event with its raw payload, for the detail view.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct EventDetailRow {
     #[sqlx(flatten)]
     #[serde(flatten)]
@@ -68,6 +68,7 @@ pub struct EventDetailRow {
     /// The body as received: JSON text when it is UTF-8 (`payload`), else
     /// `payload_base64`.
     #[serde(rename = "payload", serialize_with = "payload_text")]
+    #[schema(value_type = Option<String>)]
     pub payload: Vec<u8>,
     #[sqlx(skip)]
     pub payload_base64: Option<String>,
@@ -79,6 +80,7 @@ pub struct EventDetailRow {
     /// The headers the source's scheme read on the first delivery, as a
     /// JSON object (none for events stored before they were kept).
     #[serde(serialize_with = "json_object")]
+    #[schema(value_type = Option<std::collections::HashMap<String, String>>)]
     pub signature_headers: Option<String>,
     /// The time the signature covered (unix seconds), where signed.
     pub signed_at: Option<i64>,
@@ -132,7 +134,7 @@ fn payload_text<S: serde::Serializer>(payload: &[u8], serializer: S) -> Result<S
     serializer.serialize_some(&std::str::from_utf8(payload).ok())
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct BalanceRow {
     pub account_id: String,
     pub currency: String,
@@ -140,7 +142,7 @@ pub struct BalanceRow {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct LedgerEntryRow {
     pub entry_id: i64,
     pub source: String,
@@ -156,7 +158,7 @@ pub struct LedgerEntryRow {
     pub created_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct AuditRow {
     pub audit_id: i64,
     pub action: String,
@@ -173,7 +175,7 @@ pub struct AuditRow {
 }
 
 /// An account of a source with events parked behind a gap.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct GapRow {
     pub source: String,
     pub account_id: String,
@@ -187,7 +189,7 @@ pub struct GapRow {
 }
 
 /// An account of a source with events held for an operator.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct HeldAccountRow {
     pub source: String,
     pub account_id: String,

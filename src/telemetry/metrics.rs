@@ -20,7 +20,7 @@ pub struct Metrics {
     sources: Mutex<SourceStats>,
 }
 
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, utoipa::ToSchema)]
 pub struct Counters {
     /// source -> outcome (`applied`, `duplicate`, ...) -> count.
     pub deliveries: BTreeMap<String, BTreeMap<String, u64>>,

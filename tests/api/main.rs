@@ -76,6 +76,7 @@ mod log_volume;
 mod metrics;
 mod negative_balance;
 mod once_per_payment;
+mod openapi;
 mod operator_edges;
 mod ordering;
 mod ordering_load;

@@ -7,22 +7,24 @@
 
 mod view;
 
+use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Json, Path, Query};
-use actix_web::{FromRequest, HttpRequest, HttpResponse};
 use askama::Template;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use self::view::EntryLine;
 use super::auth::{BearerAdmin, PageAdmin};
-use super::input::page_size;
+use super::input::{page_limit, page_size};
 use super::render::{csrf_for, html, see_other};
 use super::target::{account_href, plain_id};
 use super::view::{BalanceView, EventView};
 use crate::context::Context;
 use crate::http::ApiError;
-use crate::store::EventFilter;
+use crate::http::error::ErrorBody;
+use crate::store::{EventFilter, LedgerEntryRow};
 
 /// Rows per section; the ledger pages on by `before`.
 const PAGE: i64 = 100;
@@ -91,50 +93,141 @@ pub async fn account_page(
     html(StatusCode::OK, &page)
 }
 
-#[derive(Debug, Deserialize)]
-pub struct AccountApiQuery {
-    /// The account, for `/admin/api/account?id=` (any id, `..` included).
-    pub id: Option<String>,
+/// A page of an account's ledger.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LedgerPage {
+    /// Entries per page (default 100).
+    #[param(schema_with = page_limit)]
     pub limit: Option<i64>,
+    /// The previous page's `next_before`.
     pub before: Option<i64>,
 }
 
-/// `GET /admin/api/accounts/{account_id}` or `/admin/api/account?id=`.
+/// The account in the query (any id, `..` included), and a page.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AccountApiQuery {
+    /// The account id the sources' events carry.
+    #[param(
+        required,
+        max_length = 255,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$"
+    )]
+    pub id: Option<String>,
+    /// Entries per page (default 100).
+    #[param(schema_with = page_limit)]
+    pub limit: Option<i64>,
+    /// The previous page's `next_before`.
+    pub before: Option<i64>,
+}
+
+/// The account in the path.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AccountPath {
+    /// The account id the sources' events carry.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
+    pub account_id: String,
+}
+
+/// An account's balances and a page of its ledger, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountAnswer {
+    pub account_id: String,
+    pub balances: Vec<Balance>,
+    pub entries: Vec<LedgerEntryRow>,
+    /// Pass as `before` for the next page; none on the last.
+    pub next_before: Option<i64>,
+}
+
+/// One currency's balance.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Balance {
+    pub currency: String,
+    pub balance_minor: i64,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An account's balances and a page of its ledger, newest first.
+///
+/// Use `GET /admin/api/account?id=` for any id.
+#[utoipa::path(
+    get,
+    path = "/admin/api/accounts/{account_id}",
+    tag = "accounts",
+    params(AccountPath, LedgerPage),
+    responses(
+        (status = 200, description = "The balances and a page of the ledger", body = AccountAnswer),
+        (status = 400, description = "An id or page that does not parse", body = ErrorBody),
+        (status = 404, description = "Nothing was ever posted to the account", body = ErrorBody),
+    ),
+)]
 pub async fn show_account(
     _: BearerAdmin,
     context: Data<Context>,
-    request: HttpRequest,
+    path: Path<AccountPath>,
+    query: Query<LedgerPage>,
+) -> Result<Json<AccountAnswer>, ApiError> {
+    let LedgerPage { limit, before } = query.into_inner();
+    account_answer(&context, path.into_inner().account_id, limit, before).await
+}
+
+/// An account named in the query (any id): its balances and ledger.
+///
+/// As `GET /admin/api/accounts/{account_id}`.
+#[utoipa::path(
+    get,
+    path = "/admin/api/account",
+    tag = "accounts",
+    params(AccountApiQuery),
+    responses(
+        (status = 200, description = "The balances and a page of the ledger", body = AccountAnswer),
+        (status = 400, description = "No id, or an id or page that does not parse", body = ErrorBody),
+        (status = 404, description = "Nothing was ever posted to the account", body = ErrorBody),
+    ),
+)]
+pub async fn show_account_by_query(
+    _: BearerAdmin,
+    context: Data<Context>,
     query: Query<AccountApiQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let account_id = match (request.match_info().get("account_id"), &query.id) {
-        (Some(_), _) => Path::<String>::extract(&request)
-            .await
-            .map_err(|e| ApiError::BadRequest(e.to_string()))?
-            .into_inner(),
-        (None, Some(id)) => id.clone(),
-        (None, None) => return Err(ApiError::BadRequest("id is required".into())),
-    };
+) -> Result<Json<AccountAnswer>, ApiError> {
+    let AccountApiQuery { id, limit, before } = query.into_inner();
+    let account_id = id.ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
+    account_answer(&context, account_id, limit, before).await
+}
+
+async fn account_answer(
+    context: &Context,
+    account_id: String,
+    limit: Option<i64>,
+    before: Option<i64>,
+) -> Result<Json<AccountAnswer>, ApiError> {
     let account_id = plain_id("account id", account_id)?;
-    let limit = page_size(query.limit, 100)?;
+    let limit = page_size(limit, 100)?;
     let balances = context.store.account_balances(&account_id).await?;
     let entries = context
         .store
-        .account_entries(&account_id, query.before, limit)
+        .account_entries(&account_id, before, limit)
         .await?;
-    if balances.is_empty() && entries.is_empty() && query.before.is_none() {
+    if balances.is_empty() && entries.is_empty() && before.is_none() {
         return Err(ApiError::NotFound("account"));
     }
-    let balances: Vec<Value> = balances
-        .iter()
-        .map(|b| json!({"currency": b.currency, "balance_minor": b.balance_minor, "updated_at": b.updated_at}))
+    let balances = balances
+        .into_iter()
+        .map(|b| Balance {
+            currency: b.currency,
+            balance_minor: b.balance_minor,
+            updated_at: b.updated_at,
+        })
         .collect();
     let next_before = (entries.len() as i64 == limit)
         .then(|| entries.last().map(|e| e.entry_id))
         .flatten();
-    Ok(Json(json!({
-        "account_id": account_id,
-        "balances": balances,
-        "entries": entries,
-        "next_before": next_before,
-    })))
+    Ok(Json(AccountAnswer {
+        account_id,
+        balances,
+        entries,
+        next_before,
+    }))
 }

@@ -8,8 +8,8 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Json, Query};
 use askama::Template;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use self::view::AuditLine;
 use super::auth::{BearerAdmin, PageAdmin};
@@ -17,15 +17,30 @@ use super::render::{csrf_for, html, see_other};
 use super::target::{audit_href, plain_id};
 use crate::context::Context;
 use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::store::AuditRow;
 
 /// Rows per page.
 const PAGE: i64 = 100;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
+    /// Only this actor's actions (as the log names them: `ops (token)`).
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     actor: Option<String>,
+    /// The previous page's `next_before`.
     before: Option<i64>,
+    /// Rows per page, 1-500 (default 100); others are brought within.
     limit: Option<i64>,
+}
+
+/// A page of the audit log, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditList {
+    pub audit: Vec<AuditRow>,
+    /// Pass as `before` for the next page; none on the last.
+    pub next_before: Option<i64>,
 }
 
 impl AuditQuery {
@@ -72,13 +87,24 @@ pub async fn page(
     html(StatusCode::OK, &page)
 }
 
-/// `{"audit": [...], "next_before": id or null}`, newest first; `limit`
-/// 1-500 (default 100).
+/// The audit log: every operator action, newest first.
+///
+/// Pass `next_before` as `before` for the next page.
+#[utoipa::path(
+    get,
+    path = "/admin/api/audit",
+    tag = "audit",
+    params(AuditQuery),
+    responses(
+        (status = 200, description = "Operator actions, newest first", body = AuditList),
+        (status = 400, description = "A filter that does not parse", body = ErrorBody),
+    ),
+)]
 pub async fn api(
     _: BearerAdmin,
     context: Data<Context>,
     query: Query<AuditQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<AuditList>, ApiError> {
     let actor = query.actor()?;
     let limit = query.limit.unwrap_or(PAGE).clamp(1, 500);
     let rows = context
@@ -88,5 +114,8 @@ pub async fn api(
     let next_before = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| r.audit_id))
         .flatten();
-    Ok(Json(json!({ "audit": rows, "next_before": next_before })))
+    Ok(Json(AuditList {
+        audit: rows,
+        next_before,
+    }))
 }

@@ -10,7 +10,8 @@ mod view;
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Json, Query};
 use askama::Template;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::auth::{BearerAdmin, PageAdmin};
 use super::gaps::{self, GapView};
@@ -21,7 +22,7 @@ use super::render::{Flash, csrf_for, html};
 use super::view::{BalanceView, EventView, duration};
 use crate::context::Context;
 use crate::http::ApiError;
-use crate::store::EventFilter;
+use crate::store::{EventFilter, Violation};
 use crate::telemetry::Counters;
 
 #[derive(Template)]
@@ -128,19 +129,47 @@ pub async fn dashboard(
     html(actix_web::http::StatusCode::OK, &page)
 }
 
-/// Delivery and verification-failure counters since start.
-pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Value> {
-    Json(json!(context.metrics.snapshot()))
+/// Counters since this instance started.
+///
+/// Deliveries by source and outcome, verification failures by source and
+/// reason, ordering counters by source, connections closed unserved or ended
+/// by a fault, sign-ins, `/metrics` token failures, and reconcile runs.
+#[utoipa::path(
+    get,
+    path = "/admin/api/metrics",
+    tag = "dashboard",
+    responses((status = 200, description = "Counters since this instance started", body = Counters)),
+)]
+pub async fn metrics(_: BearerAdmin, context: Data<Context>) -> Json<Counters> {
+    Json(context.metrics.snapshot())
 }
 
-/// The ledger invariant check: `{"ok": bool, "violations": [...]}`.
-pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
+/// What the ledger check found.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckAnswer {
+    /// No invariant is broken.
+    pub ok: bool,
+    pub violations: Vec<Violation>,
+}
+
+/// The ledger's invariants, checked now.
+///
+/// None of the violations can happen while every balance change goes through
+/// the one transaction; the check proves it.
+#[utoipa::path(
+    get,
+    path = "/admin/api/check",
+    tag = "dashboard",
+    responses((status = 200, description = "The ledger's invariants, checked now", body = CheckAnswer)),
+)]
+pub async fn check(_: BearerAdmin, context: Data<Context>) -> Result<Json<CheckAnswer>, ApiError> {
     let violations = context.store.check_invariants().await?;
     context.invariants.record(crate::ledger_check::LastCheck {
         at: context.clock.now(),
         outcome: Ok(violations.clone()),
     });
-    Ok(Json(
-        json!({"ok": violations.is_empty(), "violations": violations}),
-    ))
+    Ok(Json(CheckAnswer {
+        ok: violations.is_empty(),
+        violations,
+    }))
 }

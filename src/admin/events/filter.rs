@@ -4,8 +4,11 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa::openapi::schema::AnyOfBuilder;
+use utoipa::openapi::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 
-use crate::admin::input::page_size;
+use crate::admin::input::{page_limit, page_size};
 use crate::admin::target::plain_id;
 use crate::domain::{Origin, Status};
 use crate::http::ApiError;
@@ -13,24 +16,74 @@ use crate::store::EventFilter;
 
 /// The events list's filters, as the API and the events page take them.
 /// Empty values (`?source=`, as a form sends them) mean no filter.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
+    /// The source that received it first.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub source: Option<String>,
+    #[param(schema_with = status_filter)]
     pub status: Option<String>,
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub account: Option<String>,
+    /// The event type, exactly.
     #[serde(rename = "type")]
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub event_type: Option<String>,
     /// The provider's event id, exactly.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub id: Option<String>,
-    /// `webhook` or `reconcile`.
+    /// `webhook`, or `reconcile` for events fetched from the provider.
+    #[param(schema_with = origin_filter)]
     pub origin: Option<String>,
     /// First received on or after: `YYYY-MM-DD` (UTC) or RFC 3339.
+    #[param(schema_with = instant_filter)]
     pub from: Option<String>,
     /// First received on or before this day (`YYYY-MM-DD`, the whole day),
     /// or before this instant (RFC 3339).
+    #[param(schema_with = instant_filter)]
     pub to: Option<String>,
+    /// Events per page.
+    #[param(schema_with = page_limit)]
     pub limit: Option<i64>,
+    /// The previous page's `next_before`.
     pub before: Option<i64>,
+}
+
+/// A status, or empty for none (as the page's form sends it).
+fn status_filter() -> ObjectBuilder {
+    let names = Status::ALL.iter().map(|s| s.as_str()).chain([""]);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(names))
+        .description(Some("The stored status; empty is none."))
+}
+
+/// A day, an RFC 3339 instant, or empty for none: what [`instant`] reads.
+fn instant_filter() -> AnyOfBuilder {
+    let format = |format| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+    };
+    AnyOfBuilder::new()
+        .item(format(KnownFormat::Date))
+        .item(format(KnownFormat::DateTime))
+        .item(ObjectBuilder::new().schema_type(Type::String).max_length(Some(0)))
+        .description(Some(
+            "A day (`YYYY-MM-DD`, UTC: `from` its start, `to` its end) or an RFC 3339 instant; empty is none.",
+        ))
+}
+
+/// An origin, or empty for none.
+fn origin_filter() -> ObjectBuilder {
+    let names = Origin::ALL.iter().map(|o| o.as_str()).chain([""]);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(names))
+        .description(Some(
+            "`webhook`, or `reconcile` for events fetched from the provider; empty is none.",
+        ))
 }
 
 impl EventsQuery {

@@ -4,6 +4,7 @@
 //! apply, dismiss, replay), each page beside its JSON twin; the path forms
 //! (`/events/{source}/{event_id}`) take the same handlers.
 
+mod answer;
 mod filter;
 mod replay;
 mod view;
@@ -13,19 +14,22 @@ use actix_web::web::{Data, Form, Json, Path, Payload, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use utoipa::IntoParams;
+use utoipa::openapi::{ObjectBuilder, Type};
 
+use self::answer::{ActAnswer, ActionAnswer, EventDetail, EventList, ReplayAnswer};
 use self::filter::{EventsQuery, Shown};
 use self::view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::action::{self, Asking};
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
-use super::input::{ADMIN_BODY_LIMIT, clean_note, parse_note, seen_status};
+use super::input::{ADMIN_BODY_LIMIT, NoteBody, clean_note, parse_note, seen_status};
 use super::outbox::{MessageView, event_messages};
 use super::render::{Flash, csrf_for, html, see_other};
-use super::target::{EventRef, event_href};
+use super::target::{EventPath, EventQuery, EventRef, event_href};
 use super::view::{AuditView, EventView};
 use crate::context::Context;
 use crate::domain::{Origin, Status};
+use crate::http::error::ErrorBody;
 use crate::http::{ApiError, read_limited};
 use crate::operator::Action;
 use crate::store::{AuditRow, EventDetailRow};
@@ -88,17 +92,33 @@ pub async fn events_page(
     html(StatusCode::OK, &page)
 }
 
+/// Events, newest first, filtered.
+///
+/// Pass `next_before` as `before` for the next page.
+#[utoipa::path(
+    get,
+    path = "/admin/api/events",
+    tag = "events",
+    params(EventsQuery),
+    responses(
+        (status = 200, description = "Events, newest first", body = EventList),
+        (status = 400, description = "A filter that does not parse", body = ErrorBody),
+    ),
+)]
 pub async fn list_events(
     _: BearerAdmin,
     context: Data<Context>,
     query: Query<EventsQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventList>, ApiError> {
     let filter = query.filter(50)?;
     let events = context.store.list_events(&filter).await?;
     let next_before = (events.len() as i64 == filter.limit)
         .then(|| events.last().map(|e| e.intent_id))
         .flatten();
-    Ok(Json(json!({"events": events, "next_before": next_before})))
+    Ok(Json(EventList {
+        events,
+        next_before,
+    }))
 }
 
 /// The stored event and its audit rows, as its page and the API show them;
@@ -167,23 +187,78 @@ pub async fn event_page(
     html(StatusCode::OK, &page)
 }
 
+/// One stored event, its raw payload and its audit.
+///
+/// The path form cannot carry `.` or `..` (clients resolve them away): use
+/// `GET /admin/api/event?source=&id=` for any id. `amount_minor` is the
+/// signed effect; `payload` the raw body (`payload_base64` when it is not
+/// UTF-8); `signature_headers` the headers the source's scheme read on the
+/// first delivery; `replayed_into` / `replayed_from` a re-keyed replay's two
+/// events.
+#[utoipa::path(
+    get,
+    path = "/admin/api/events/{source}/{event_id}",
+    tag = "events",
+    params(EventPath),
+    responses(
+        (status = 200, description = "The event, its payload and its audit", body = EventDetail),
+        (status = 400, description = "An id that cannot be stored", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+)]
 pub async fn show_event(
     _: BearerAdmin,
     context: Data<Context>,
     target: EventRef,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<EventDetail>, ApiError> {
     let EventRef { source, event_id } = target;
     let (event, audit) = stored_event(&context, &source, &event_id).await?;
-    let mut body = serde_json::to_value(event).map_err(|_| ApiError::Internal)?;
-    body["audit"] = json!(audit);
-    Ok(Json(body))
+    Ok(Json(EventDetail { event, audit }))
+}
+
+/// One stored event, named in the query (any id).
+///
+/// As `GET /admin/api/events/{source}/{event_id}`, for ids such as `.` or
+/// `..` that a path cannot carry.
+#[utoipa::path(
+    get,
+    path = "/admin/api/event",
+    tag = "events",
+    params(EventQuery),
+    responses(
+        (status = 200, description = "The event, its payload and its audit", body = EventDetail),
+        (status = 400, description = "No or an unstorable id", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ),
+)]
+pub async fn show_event_by_query(
+    admin: BearerAdmin,
+    context: Data<Context>,
+    target: EventRef,
+) -> Result<Json<EventDetail>, ApiError> {
+    show_event(admin, context, target).await
 }
 
 /// The `{action}` segment of an action route (`apply`, `dismiss`,
 /// `replay`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
 pub struct ActionPath {
+    /// `apply` or `dismiss` a held event, or `replay` one with the
+    /// current config.
+    #[param(schema_with = action_names)]
     pub action: String,
+}
+
+/// The `{action}` values, from the actions themselves.
+fn action_names() -> ObjectBuilder {
+    let names = Action::ALL.iter().map(|a| a.as_str()).chain(["replay"]);
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(names))
+        .description(Some(
+            "`apply` or `dismiss` a held event, or `replay` one with the current config.",
+        ))
 }
 
 /// What an event's action route asks for.
@@ -255,8 +330,34 @@ pub async fn event_action(
     )))
 }
 
-/// `POST /admin/api/events/{source}/{event_id}/{apply|dismiss}`, or
-/// `POST /admin/api/event/{apply|dismiss}?source=&id=`.
+/// Apply, dismiss or replay one event.
+///
+/// `apply` posts a `stale` event's effect once (its ledger entry marked
+/// operator-applied) and leaves the sequence guard alone; of concurrent
+/// calls exactly one gets 200. `dismiss` closes a `stale`, `rejected` or
+/// `waiting` event without posting (a dismissed waiting event leaves its
+/// number free: the stream waits there until it arrives or is skipped).
+/// `replay` maps a `rejected` or `ignored` event's stored payload again with
+/// the current config and decides it as a new delivery would; `changed`
+/// false when nothing was written. With `status` in the body the action
+/// takes the event only from that status (409 otherwise), as the pages do.
+/// An apply a check refuses (a refund beyond what its payment has left, a
+/// balance out of range) answers 409 with the reason, changes nothing, and
+/// is audited as `apply_refused`. Every action is audited with the note, in
+/// the transaction of its effect.
+#[utoipa::path(
+    post,
+    path = "/admin/api/events/{source}/{event_id}/{action}",
+    tag = "events",
+    params(EventPath, ActionPath),
+    request_body(content = Option<NoteBody>, description = "Optional: a note, and the status the caller saw (the action takes the event only from it); an empty body is none"),
+    responses(
+        (status = 200, description = "What the action did", body = ActionAnswer),
+        (status = 400, description = "A body or id that does not parse", body = ErrorBody),
+        (status = 404, description = "No such event or action, or its source is not configured", body = ErrorBody),
+        (status = 409, description = "The event is not in a status the action takes, or not the one the caller saw", body = ErrorBody),
+    ),
+)]
 pub async fn act_on_event(
     admin: BearerAdmin,
     context: Data<Context>,
@@ -264,7 +365,7 @@ pub async fn act_on_event(
     path: Path<ActionPath>,
     request: HttpRequest,
     payload: Payload,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ActionAnswer>, ApiError> {
     let EventRef { source, event_id } = target;
     let body = read_limited(&request, payload, ADMIN_BODY_LIMIT).await?;
     let (note, seen) = parse_note(&body)?;
@@ -277,28 +378,42 @@ pub async fn act_on_event(
     match path.asked().ok_or(ApiError::NotFound("action"))? {
         Asked::Replay => {
             let replayed = action::replay(&context, &source, &event_id, &asking).await?;
-            Ok(Json(json!({
-                "source": source,
-                "event_id": event_id,
-                "previous_status": replayed.previous_status.as_str(),
-                "status": replayed.status.as_str(),
-                "changed": replayed.changed,
-                "replayed_as": replayed.replayed_as.map(|(event_id, status, duplicate)| json!({
-                    "event_id": event_id,
-                    "status": status.as_str(),
-                    "duplicate": duplicate,
-                })),
-            })))
+            Ok(Json(ActionAnswer::Replayed(ReplayAnswer::new(
+                source, event_id, replayed,
+            ))))
         }
         Asked::Act(what) => {
             let outcome = action::act(&context, what, &source, &event_id, &asking).await?;
-            Ok(Json(json!({
-                "source": source,
-                "event_id": event_id,
-                "status": outcome.status,
-                "previous_status": outcome.previous_status,
-                "balance_after_minor": outcome.balance_after_minor,
-            })))
+            Ok(Json(ActionAnswer::Acted(ActAnswer::new(
+                source, event_id, outcome,
+            ))))
         }
     }
+}
+
+/// Apply, dismiss or replay one event named in the query (any id).
+///
+/// As `POST /admin/api/events/{source}/{event_id}/{action}`.
+#[utoipa::path(
+    post,
+    path = "/admin/api/event/{action}",
+    tag = "events",
+    params(EventQuery, ActionPath),
+    request_body(content = Option<NoteBody>, description = "Optional: a note, and the status the caller saw (the action takes the event only from it); an empty body is none"),
+    responses(
+        (status = 200, description = "What the action did", body = ActionAnswer),
+        (status = 400, description = "A body or id that does not parse", body = ErrorBody),
+        (status = 404, description = "No such event or action, or its source is not configured", body = ErrorBody),
+        (status = 409, description = "The event is not in a status the action takes, or not the one the caller saw", body = ErrorBody),
+    ),
+)]
+pub async fn act_on_event_by_query(
+    admin: BearerAdmin,
+    context: Data<Context>,
+    target: EventRef,
+    path: Path<ActionPath>,
+    request: HttpRequest,
+    payload: Payload,
+) -> Result<Json<ActionAnswer>, ApiError> {
+    act_on_event(admin, context, target, path, request, payload).await
 }

@@ -9,8 +9,8 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use actix_web::web::{Data, Json, Query};
 use askama::Template;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use self::view::{FailureView, SourceFailures};
 use super::auth::{BearerAdmin, PageAdmin};
@@ -18,14 +18,35 @@ use super::render::{csrf_for, html, see_other};
 use crate::context::Context;
 use crate::failures::{Failure, PER_SOURCE};
 use crate::http::ApiError;
+use crate::http::error::ErrorBody;
 
 /// Per source on the page without `?source=`.
 const LATEST: usize = 20;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FailureQuery {
+    /// One source, by name; all when absent.
+    #[param(max_length = 255, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     source: Option<String>,
-    limit: Option<usize>,
+    /// Failures per source, 1-1000 (default 100); others are brought
+    /// within.
+    limit: Option<i64>,
+}
+
+/// The latest verification failures of each source asked for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FailureList {
+    pub sources: Vec<SourceFailureList>,
+}
+
+/// One source's latest verification failures, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceFailureList {
+    pub source: String,
+    /// How many are kept for it (at most 1,000).
+    pub kept: usize,
+    pub failures: Vec<Failure>,
 }
 
 #[derive(Template)]
@@ -93,17 +114,35 @@ pub async fn page(
     html(StatusCode::OK, &page)
 }
 
-/// `{"sources": [{"source", "kept", "failures": [...]}]}`, newest first;
-/// `limit` 1-1000 per source (default 100).
+/// Why deliveries failed verification: the latest per source.
+///
+/// Never a body, a header value or a secret: the header names, the body's
+/// size and hash, and the signed time with its skew.
+#[utoipa::path(
+    get,
+    path = "/admin/api/failures",
+    tag = "failures",
+    params(FailureQuery),
+    responses(
+        (status = 200, description = "The latest failures per source", body = FailureList),
+        (status = 400, description = "A limit that does not parse", body = ErrorBody),
+        (status = 404, description = "No source by that name is configured", body = ErrorBody),
+    ),
+)]
 pub async fn api(
     _: BearerAdmin,
     context: Data<Context>,
     query: Query<FailureQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let limit = query.limit.unwrap_or(100).clamp(1, PER_SOURCE);
-    let sources: Vec<Value> = gather(&context, query.source.as_deref(), limit)?
+) -> Result<Json<FailureList>, ApiError> {
+    // Within 1..=PER_SOURCE, so the cast keeps it whole.
+    let limit = query.limit.unwrap_or(100).clamp(1, PER_SOURCE as i64) as usize;
+    let sources = gather(&context, query.source.as_deref(), limit)?
         .into_iter()
-        .map(|(source, kept, failures)| json!({"source": source, "kept": kept, "failures": failures}))
+        .map(|(source, kept, failures)| SourceFailureList {
+            source,
+            kept,
+            failures,
+        })
         .collect();
-    Ok(Json(json!({ "sources": sources })))
+    Ok(Json(FailureList { sources }))
 }

@@ -24,7 +24,7 @@ const GAPS_LISTED: i64 = 200;
 /// Parked events and audit rows shown with one gap.
 const DETAIL_ROWS: i64 = 500;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Gap {
     pub source: String,
     pub account_id: String,
@@ -49,7 +49,7 @@ pub struct Gap {
     pub held: bool,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 pub struct MissingRange {
     pub first: i64,
     pub last: i64,

@@ -10,20 +10,23 @@ use actix_web::http::StatusCode;
 use actix_web::web::{Data, Form, Json, Payload, Query};
 use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use self::view::held_accounts;
 pub use self::view::{HeldAccountView, MANY_HELD, held_account_views};
 use super::action::{self, Reset};
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
-use super::input::{clean_note, json_body};
+use super::input::{clean_note, integer, json_body};
 use super::render::{csrf_for, html, see_other};
-use super::target::{AccountRef, guard_action_href, guard_href};
+use super::target::{AccountRef, GapQuery, guard_action_href, guard_href};
 use super::view::{AuditView, EventView};
 use crate::context::Context;
 use crate::domain::SEQUENCE_FLOOR;
 use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::operator::{GuardPreview, HeldReason};
+use crate::store::HeldAccountRow;
 
 /// Audit rows shown.
 const AUDIT_ROWS: i64 = 100;
@@ -57,14 +60,47 @@ pub struct GuardQuery {
     held: Option<usize>,
 }
 
-/// `GET /admin/api/held_accounts`: accounts holding at least
-/// [`MANY_HELD`] events for an operator, most first.
+/// Accounts holding many events for an operator.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeldAccounts {
+    /// Each holds at least this many.
+    pub at_least: i64,
+    pub accounts: Vec<HeldAccountRow>,
+}
+
+/// What a guard reset did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResetAnswer {
+    pub source: String,
+    pub account_id: String,
+    pub guard_before: i64,
+    /// The guard after the held events were applied.
+    pub guard: i64,
+    /// The events applied, in order.
+    pub applied: Vec<String>,
+    /// Events a check refused: still held, with the reason.
+    pub still_held: Vec<HeldReason>,
+    pub audit_id: i64,
+}
+
+/// Accounts holding many events for an operator, most first.
+///
+/// Accounts with at least `at_least` events `stale` or `rejected`.
+#[utoipa::path(
+    get,
+    path = "/admin/api/held_accounts",
+    tag = "guards",
+    responses((status = 200, description = "Accounts holding many events, most first", body = HeldAccounts)),
+)]
 pub async fn list_held_accounts(
     _: BearerAdmin,
     context: Data<Context>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HeldAccounts>, ApiError> {
     let accounts = held_accounts(&context).await?;
-    Ok(Json(json!({"at_least": MANY_HELD, "accounts": accounts})))
+    Ok(Json(HeldAccounts {
+        at_least: MANY_HELD,
+        accounts,
+    }))
 }
 
 pub async fn guard_page(
@@ -116,23 +152,40 @@ pub async fn guard_page(
     html(StatusCode::OK, &page)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PreviewQuery {
     /// The value to preview; the suggestion when absent.
     to: Option<i64>,
 }
 
-/// `GET /admin/api/guard?source=&account=[&to=N]`: the guard, the suggested
-/// value, and the stale events a reset to `to` would apply, in order.
+/// A high-water account's sequence guard, and what a reset would apply.
+///
+/// `suggested_to` is the highest sequence applied in order below the guard;
+/// `to` the value previewed (the one asked for, else the suggestion);
+/// `would_apply` the stale events above `to` in the order a reset applies
+/// them (at most 500). 409 for a contiguous source: skip its gap instead.
+#[utoipa::path(
+    get,
+    path = "/admin/api/guard",
+    tag = "guards",
+    params(GapQuery, PreviewQuery),
+    responses(
+        (status = 200, description = "The guard and what a reset would apply", body = GuardPreview),
+        (status = 400, description = "No or an unstorable id", body = ErrorBody),
+        (status = 404, description = "The account has no sequence guard", body = ErrorBody),
+        (status = 409, description = "The source is not high-water", body = ErrorBody),
+    ),
+)]
 pub async fn show_guard(
     _: BearerAdmin,
     context: Data<Context>,
     target: AccountRef,
     query: Query<PreviewQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GuardPreview>, ApiError> {
     let AccountRef { source, account_id } = target;
     let preview = view::preview(&context, &source, &account_id, query.to).await?;
-    Ok(Json(json!(preview)))
+    Ok(Json(preview))
 }
 
 /// A reset's note, from the page's form or the API's body: required.
@@ -183,25 +236,50 @@ pub async fn reset_from_page(
     )))
 }
 
-#[derive(Debug, Deserialize)]
+/// A reset's body.
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ResetBody {
+pub struct ResetBody {
+    /// The new guard: the stale events above it are applied in order.
+    #[schema(required, value_type = i64)]
+    #[serde(default, deserialize_with = "integer")]
     to: Option<i64>,
+    /// The guard the preview showed (409 if it moved since).
+    #[schema(required, value_type = i64)]
+    #[serde(default, deserialize_with = "integer")]
     guard_seen: Option<i64>,
+    /// Why, for the audit log: required (not blank), at most 2,000
+    /// characters, line breaks and tabs but no other control character.
+    #[schema(required, value_type = String, max_length = 2000, pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*$")]
     note: Option<String>,
 }
 
-/// `POST /admin/api/guard/reset?source=&account=` with
-/// `{"to": N, "guard_seen": G, "note": "..."}` (all required): lowers the
-/// guard from G (409 if it is not G any more) to N and applies the stale
-/// events above N in order.
+/// Lower a sequence guard and apply the stale events above it.
+///
+/// `guard_seen` is the guard you previewed: 409 if it moved since, or if
+/// `to` does not lower it. The stale events above `to` are applied in
+/// sequence order; those a check refuses stay held, listed in `still_held`.
+/// Audited with the note.
+#[utoipa::path(
+    post,
+    path = "/admin/api/guard/reset",
+    tag = "guards",
+    params(GapQuery),
+    request_body = ResetBody,
+    responses(
+        (status = 200, description = "What the reset did", body = ResetAnswer),
+        (status = 400, description = "A body or id that does not parse, or no note", body = ErrorBody),
+        (status = 404, description = "The account has no sequence guard", body = ErrorBody),
+        (status = 409, description = "The guard moved since `guard_seen`, or the source is not high-water", body = ErrorBody),
+    ),
+)]
 pub async fn reset_guard(
     admin: BearerAdmin,
     context: Data<Context>,
     target: AccountRef,
     request: HttpRequest,
     payload: Payload,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ResetAnswer>, ApiError> {
     let AccountRef { source, account_id } = target;
     let body: ResetBody = json_body(
         &request,
@@ -224,13 +302,13 @@ pub async fn reset_guard(
         note: &note,
     };
     let outcome = action::reset_guard(&context, &source, &account_id, &reset).await?;
-    Ok(Json(json!({
-        "source": source,
-        "account_id": account_id,
-        "guard_before": outcome.guard_before,
-        "guard": outcome.guard,
-        "applied": outcome.applied,
-        "still_held": outcome.still_held,
-        "audit_id": outcome.audit_id,
-    })))
+    Ok(Json(ResetAnswer {
+        source,
+        account_id,
+        guard_before: outcome.guard_before,
+        guard: outcome.guard,
+        applied: outcome.applied,
+        still_held: outcome.still_held,
+        audit_id: outcome.audit_id,
+    }))
 }

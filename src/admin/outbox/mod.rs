@@ -8,8 +8,8 @@ use actix_web::HttpRequest;
 use actix_web::HttpResponse;
 use actix_web::web::{Data, Form, Json};
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 pub use self::view::{DestinationView, MessageView, destinations, event_messages};
 use super::action;
@@ -17,6 +17,7 @@ use super::auth::{BearerAdmin, PageAdmin, check_csrf};
 use super::render::see_other;
 use crate::context::Context;
 use crate::http::ApiError;
+use crate::store::Holding;
 
 #[derive(Debug, Deserialize)]
 pub struct ReplayForm {
@@ -49,12 +50,29 @@ pub async fn replay(
     Ok(see_other("/admin?done=replay#outbox"))
 }
 
-/// `GET /admin/api/outbox`: every destination's figures and dead letters,
-/// and the messages of destinations the config no longer names.
-pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<Value>, ApiError> {
-    let views = destinations(&context.store, Utc::now()).await?;
+/// Every destination's outbox figures, blocked accounts and dead letters.
+///
+/// `unconfigured` lists destinations the config no longer names that still
+/// hold messages.
+#[utoipa::path(
+    get,
+    path = "/admin/api/outbox",
+    tag = "outbox",
+    responses((status = 200, description = "Every destination's figures and dead letters", body = OutboxAnswer)),
+)]
+pub async fn api(_: BearerAdmin, context: Data<Context>) -> Result<Json<OutboxAnswer>, ApiError> {
+    let destinations = destinations(&context.store, Utc::now()).await?;
     let unconfigured = crate::outbox::unconfigured(&context.store).await?;
-    Ok(Json(
-        json!({ "destinations": views, "unconfigured": unconfigured }),
-    ))
+    Ok(Json(OutboxAnswer {
+        destinations,
+        unconfigured,
+    }))
+}
+
+/// The outbox per destination.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboxAnswer {
+    pub destinations: Vec<DestinationView>,
+    /// Destinations the config no longer names that still hold messages.
+    pub unconfigured: Vec<Holding>,
 }

@@ -17,7 +17,7 @@ const DEAD_SHOWN: i64 = 20;
 const BLOCKED_SHOWN: i64 = 20;
 
 /// One destination, as the dashboard shows it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DestinationView {
     pub name: String,
     pub pending: i64,
@@ -34,7 +34,7 @@ pub struct DestinationView {
 
 /// One blocked account of an ordered destination: the message that holds
 /// it back, and how many wait behind it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct BlockedView {
     pub account_id: String,
     pub currency: String,
@@ -72,7 +72,7 @@ impl BlockedView {
 }
 
 /// One message row.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct MessageView {
     /// The row, which a replay names.
     pub outbox_id: i64,

@@ -98,7 +98,7 @@ pub struct Moved {
 }
 
 /// A destination's messages not delivered yet.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Holding {
     pub destination: String,
     pub pending: i64,

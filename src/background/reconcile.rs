@@ -1,5 +1,5 @@
-//! The reconcile sweep inside `serve` (README "When a webhook never
-//! arrives"): every source with `[sources.reconcile]` and an interval runs
+//! The reconcile sweep inside `serve` (docs/operating/reconcile.md): every source
+//! with `[sources.reconcile]` and an interval runs
 //! one reconcile every `interval_secs`, under the source's lease, so that
 //! of several instances on one database one sweeps at a time. A run that
 //! stops is logged and counted; the next tries again from the same cursor.

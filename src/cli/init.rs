@@ -61,8 +61,8 @@ pub fn template(kind: &str, name: &str, public_url: &str) -> Result<String, Stri
             "# Square signs the notification URL exactly as registered with it.\n\
              notification_url = \"{public_url}/webhooks/{name}\"\n"
         ),
-        "generic-hmac" => "# How the sender signs and what its events look like (README,\n\
-             # generic-hmac): HMAC-SHA256 of the body, hex, in X-Signature.\n\
+        "generic-hmac" => "# How the sender signs and what its events look like\n\
+             # (docs/providers/generic-hmac.md): HMAC-SHA256 of the body, hex, in X-Signature.\n\
              signature_header = \"X-Signature\"\n\
              algorithm = \"sha256\"\n\
              encoding = \"hex\"\n\
@@ -81,7 +81,7 @@ pub fn template(kind: &str, name: &str, public_url: &str) -> Result<String, Stri
     Ok(format!(
         "#:schema ./{SCHEMA_FILE}\n\
          # hookledger configuration, written by `hookledger init --kind {kind}`.\n\
-         # README \"Configuration\" lists every key; `hookledger check-config` shows\n\
+         # docs/configuration.md lists every key; `hookledger check-config` shows\n\
          # what will run.\n\
          \n\
          listen = \"127.0.0.1:8080\"\n\

@@ -79,8 +79,8 @@ pub enum Command {
     /// stays applied; each replay is audited.
     Replay(Box<replay::ReplayArgs>),
     /// Find, in the provider's own records, the events whose webhook never
-    /// arrived, and apply them once (README "When a webhook never
-    /// arrives"): one run of one source with [sources.reconcile].
+    /// arrived, and apply them once (docs/operating/reconcile.md): one run of one
+    /// source with [sources.reconcile].
     Reconcile(Box<reconcile::ReconcileArgs>),
     /// One account: its balances, every event for it, and its ledger.
     Accounts {

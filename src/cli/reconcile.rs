@@ -1,5 +1,5 @@
-//! `hookledger reconcile`: one reconcile run of one source (README "When a
-//! webhook never arrives"), as the sweep inside `serve` runs it: the
+//! `hookledger reconcile`: one reconcile run of one source
+//! (docs/operating/reconcile.md), as the sweep inside `serve` runs it: the
 //! provider's events from the source's cursor (or `--since`) pushed through
 //! the same ingest as a webhook; a summary line, or `--json`. Exits
 //! non-zero when the run could not complete (the key refused, the network,

@@ -1,5 +1,5 @@
-//! `[[destinations]]`: where the outbox sends (README "Telling your other
-//! systems"). The keys every kind has are validated here. Each kind's own
+//! `[[destinations]]`: where the outbox sends (docs/other-systems.md). The keys
+//! every kind has are validated here. Each kind's own
 //! keys are kept as written and read by the kind's file in
 //! `outbox::destinations`, which `load` is given as [`CheckKind`]: a
 //! destination its kind refuses fails the config with every other problem,

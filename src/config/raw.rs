@@ -157,7 +157,7 @@ pub struct RawSource {
     /// most 64.
     #[schemars(extend("pattern" = "^[a-z0-9_-]{1,64}$"))]
     pub name: String,
-    /// The provider kind (README "Source kinds").
+    /// The provider kind (docs/providers/README.md).
     pub kind: String,
     /// The signing secrets; any one may verify (rotation); `env:NAME` reads
     /// a variable.
@@ -173,7 +173,7 @@ pub struct RawSource {
     /// The dotted JSON path of the customer account id; the kind's default
     /// otherwise.
     pub account_path: Option<String>,
-    /// How events of one account are ordered (README "Ordering").
+    /// How events of one account are ordered (docs/ordering.md).
     #[schemars(extend("default" = "high-water"))]
     pub ordering: Option<OrderingMode>,
     /// What happens to a late event: `hold` it for an operator or `apply`

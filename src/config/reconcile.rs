@@ -1,5 +1,5 @@
 //! `[sources.reconcile]`: reading the provider's own records for events
-//! whose webhook never arrived (README "When a webhook never arrives").
+//! whose webhook never arrived (docs/operating/reconcile.md).
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub(super) fn reconcile(
         return Err(ConfigError::new(
             key,
             format!(
-                "kind {} has no reconcile yet (README \"When a webhook never arrives\" says \
+                "kind {} has no reconcile yet (docs/operating/reconcile.md says \
                  which kinds do)",
                 provider.kind()
             ),

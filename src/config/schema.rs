@@ -28,7 +28,7 @@ pub fn json_schema(destination_kinds: DestinationKinds<'_>) -> Value {
     tidy(&mut root);
     root["title"] = json!("hookledger configuration");
     root["description"] = json!(
-        "hookledger.toml: README \"Configuration\" describes every key; `hookledger \
+        "hookledger.toml: docs/configuration.md describes every key; `hookledger \
          check-config` checks a file as start-up would."
     );
     source_kinds(&mut root["properties"]["sources"]["items"]);

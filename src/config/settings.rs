@@ -34,7 +34,7 @@ pub struct Config {
     /// `GET /metrics` asks for this bearer token when set; open otherwise.
     pub metrics_token: Option<Secret>,
     pub sources: Vec<Source>,
-    /// Where the outbox sends (README "Telling your other systems").
+    /// Where the outbox sends (docs/other-systems.md).
     pub destinations: Vec<Destination>,
     /// `serve` runs the destinations' relays (false: `serve --no-relay`,
     /// with `hookledger relay` run on its own).
@@ -69,7 +69,7 @@ impl Config {
     }
 }
 
-/// How long raw payloads are kept (README "Retention").
+/// How long raw payloads are kept (docs/production/retention.md).
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     /// Payloads of done events last received longer ago are emptied; 0

@@ -138,14 +138,14 @@ fn the_environment_sets_the_paths() {
     assert_eq!(paths(&config.sources[0]), (Some("data.p"), Some("data.r")));
 }
 
-/// README's example, as written, is a config that runs.
+/// The book's example, as written, is a config that runs.
 #[test]
-fn the_readme_example_parses() {
-    let readme = include_str!("../../README.md");
-    let section = readme
-        .split("### Refunds from your own sender")
+fn the_books_example_parses() {
+    let page = include_str!("../../docs/money-going-out.md");
+    let section = page
+        .split("## Refunds from your own sender")
         .nth(1)
-        .expect("the README section");
+        .expect("the book's section");
     let example = section
         .split("```toml\n")
         .nth(1)

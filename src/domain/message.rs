@@ -1,5 +1,5 @@
-//! What hookledger tells other systems (README "Telling your other
-//! systems"): the message types, their stable ids, and which destinations
+//! What hookledger tells other systems (docs/other-systems.md): the message types,
+//! their stable ids, and which destinations
 //! take which types.
 
 use std::fmt;

@@ -1,6 +1,6 @@
 //! Where a stored event came from: a webhook delivery, or a reconcile run
 //! that found it in the provider's own records after its webhook never
-//! arrived (README "When a webhook never arrives").
+//! arrived (docs/operating/reconcile.md).
 
 use std::fmt;
 use std::str::FromStr;

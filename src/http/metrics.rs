@@ -1,4 +1,4 @@
-//! `GET /metrics`: the Prometheus exposition (README "Metrics"). Open
+//! `GET /metrics`: the Prometheus exposition (docs/operating/metrics.md). Open
 //! unless `metrics.token` is set; then it takes that bearer token, compared
 //! in constant time and throttled per address on its own (never with the
 //! admin sign-ins).

@@ -1,5 +1,5 @@
 //! The source's ordering decision for a posting: `high-water` or
-//! `contiguous` (README "Ordering").
+//! `contiguous` (docs/ordering.md).
 
 use super::outcome::Decided;
 use super::posted::Posted;

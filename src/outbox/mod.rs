@@ -1,4 +1,4 @@
-//! The outbox relay (README "Telling your other systems"): every message row
+//! The outbox relay (docs/other-systems.md): every message row
 //! the posting transactions wrote is sent to its destination until the
 //! destination acknowledges it, at least once, in `account_seq` order per
 //! account and currency where the destination asks for it.

@@ -66,8 +66,8 @@ pub trait Provider: Sync + 'static {
     }
 
     /// The provider API a source of this kind reconciles against by default
-    /// and how long it keeps events readable (README "When a webhook never
-    /// arrives"); `None` for a kind with no reconcile yet.
+    /// and how long it keeps events readable (docs/operating/reconcile.md); `None`
+    /// for a kind with no reconcile yet.
     fn reconcile_api(&self) -> Option<ReconcileApi> {
         None
     }

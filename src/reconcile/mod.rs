@@ -1,4 +1,4 @@
-//! Reconcile (README "When a webhook never arrives"): a payment whose
+//! Reconcile (docs/operating/reconcile.md): a payment whose
 //! webhook never arrived (the endpoint down past the provider's retries, a
 //! secret rotated wrong, the event never generated) is found in the
 //! provider's own records and credited once. A run reads the provider's

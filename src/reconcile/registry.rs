@@ -27,7 +27,7 @@ mod tests {
 
     /// Without `request_gap_ms`, a run spends a tenth of the provider's
     /// documented read limit, or one request a second where the provider
-    /// publishes no number (README "When a webhook never arrives").
+    /// publishes no number (docs/operating/reconcile.md).
     #[test]
     fn each_feed_paces_itself_within_its_providers_budget() {
         let tenth = |per_second: f64| Duration::from_secs_f64(10.0 / per_second);

@@ -204,7 +204,7 @@ impl Store {
         let Store::Sqlite(pool, ..) = self else {
             return Err(StoreError::Connect(
                 "hookledger backup copies SQLite databases; for PostgreSQL use pg_dump or \
-                 a base backup with WAL archiving (README, Backup and restore)"
+                 a base backup with WAL archiving (docs/production/backup.md)"
                     .to_owned(),
             ));
         };

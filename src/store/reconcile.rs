@@ -1,5 +1,5 @@
-//! Reconcile runs' state per source (README "When a webhook never
-//! arrives"): how far the provider's records have been read, the last run
+//! Reconcile runs' state per source (docs/operating/reconcile.md): how far the
+//! provider's records have been read, the last run
 //! and its outcome, and the lease that keeps two instances from sweeping
 //! one source at once. Times are unix milliseconds by the database's clock
 //! (`Store::database_now_ms`), as the outbox's leases are.

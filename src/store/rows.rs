@@ -32,7 +32,7 @@ pub struct EventRow {
     pub intent_id: i64,
     /// The source that received it first.
     pub source: String,
-    /// The scope its event id is unique in (README "Scope").
+    /// The scope its event id is unique in (docs/once-per-payment.md).
     pub scope: String,
     pub event_id: String,
     pub event_type: String,

@@ -44,6 +44,7 @@ mod audit_page;
 mod backup;
 mod bad_input;
 mod bench;
+mod book;
 mod chaos;
 mod cli;
 mod cli_kinds;

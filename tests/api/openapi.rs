@@ -1,7 +1,7 @@
 //! The HTTP contract (`schema/openapi.json`, OpenAPI 3.1 from the
 //! handlers' types): the committed file is the generated one and the one
 //! the server serves, every route the server answers is in it (and
-//! nothing else), and schemathesis, a property-based tester nobody here
+//! nothing else; `book::` renders it into the book), and schemathesis, a property-based tester nobody here
 //! wrote, finds no answer that breaks it (`HOOKLEDGER_TEST_SCHEMATHESIS`,
 //! from the venv `.ci/run` creates).
 
@@ -24,41 +24,6 @@ fn the_committed_contract_is_the_generated_one() {
         committed() == hookledger::admin::openapi::text(),
         "schema/openapi.json is not what the handlers describe: \
          cargo run -- openapi > schema/openapi.json"
-    );
-}
-
-/// README's table of routes, as the contract summarises them.
-fn routes_table(document: &Value) -> String {
-    let mut table = String::from("| route | what it does |\n|---|---|\n");
-    for (path, item) in document["paths"].as_object().unwrap() {
-        for (method, operation) in item.as_object().unwrap() {
-            let summary = operation["summary"].as_str().unwrap_or_else(|| {
-                panic!("{method} {path} has no summary: a doc comment on its handler")
-            });
-            table.push_str(&format!(
-                "| `{} {path}` | {summary} |\n",
-                method.to_uppercase()
-            ));
-        }
-    }
-    table
-}
-
-#[test]
-fn readme_lists_every_route_as_the_contract_summarises_it() {
-    let document: Value = serde_json::from_str(&committed()).unwrap();
-    let expected = routes_table(&document);
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let (begin, end) = (
-        "<!-- openapi-routes:begin -->\n",
-        "<!-- openapi-routes:end -->",
-    );
-    let start = readme.find(begin).expect("README has the routes markers") + begin.len();
-    let stop = readme.find(end).unwrap();
-    assert!(
-        readme[start..stop] == expected,
-        "README's routes table is not the contract's; between the markers put:\n{expected}"
     );
 }
 

@@ -15,7 +15,7 @@
 //! Each statement is a conditional update of this one column, which only
 //! the posting's insert and a replay set otherwise, from a config: two
 //! instances on the same config set the same value. Instances on different
-//! configs disagree until the older one stops (README "Deploying it").
+//! configs disagree until the older one stops (docs/other-systems.md).
 
 use super::super::write::on_tx;
 use super::super::{Store, StoreError};

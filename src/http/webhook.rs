@@ -72,6 +72,7 @@ fn is_zero(n: &u64) -> bool {
         )),
         (status = 401, description = "The signature did not verify: nothing is written", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
+        (status = 503, description = "The database is unavailable: nothing was written, and the provider's retry is processed normally", body = ErrorBody),
     ),
 )]
 pub async fn receive_webhook(

@@ -337,8 +337,8 @@ fn every_page_is_in_the_summary() {
 /// Every relative link and `#anchor` of the built book (`mdbook build
 /// docs`, which `.ci/run` runs before the tests) resolves: a page links
 /// only to pages and files the book has, and to ids they carry. lychee's
-/// offline check does the same; building it takes 8 minutes, so CI runs it
-/// only with `HOOKLEDGER_SLOW_CHECKS=1`.
+/// offline check does the same; building it takes 5 to 8 minutes, so CI
+/// runs it only with `HOOKLEDGER_SLOW_CHECKS=1`.
 #[test]
 fn the_built_book_has_no_broken_link() {
     let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/book");

@@ -83,6 +83,7 @@ mod ordering;
 mod ordering_load;
 mod outbox;
 mod outbox_admin;
+mod outbox_amqp;
 mod outbox_behind;
 mod outbox_behind_race;
 mod outbox_chaos;

@@ -6,6 +6,7 @@
 //! written; they are read here, at load ([`check`], which `config::load`
 //! is given) and again when the relays start.
 
+mod amqp;
 mod deliver;
 mod http;
 mod nats;
@@ -36,6 +37,11 @@ static KINDS: &[Kind] = &[
         name: "nats",
         parse: nats::parse,
         settings: <nats::Settings as JsonSchema>::json_schema,
+    },
+    Kind {
+        name: "amqp",
+        parse: amqp::parse,
+        settings: <amqp::Settings as JsonSchema>::json_schema,
     },
 ];
 

@@ -1,0 +1,217 @@
+//! The `amqp` destination against a real RabbitMQ, named by
+//! `HOOKLEDGER_TEST_AMQP_URL` (`.ci/run` starts Debian's rabbitmq-server
+//! if nothing listens on 5672, and sets it; unset, the test says it
+//! skipped, or fails under CI). Each test uses its own exchange and queue,
+//! deleted afterwards.
+
+use std::time::{Duration, Instant};
+
+use lapin::options::{
+    BasicGetOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{Channel, Connection, ConnectionProperties};
+
+use crate::helpers::*;
+use crate::outbox::{app_with, drained};
+
+/// The broker to test against, if one is named.
+fn amqp_url(test: &str) -> Option<String> {
+    match std::env::var("HOOKLEDGER_TEST_AMQP_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but HOOKLEDGER_TEST_AMQP_URL is not: {test} cannot run")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: HOOKLEDGER_TEST_AMQP_URL is not set");
+            None
+        }
+    }
+}
+
+fn tag() -> String {
+    let mut bytes = [0u8; 4];
+    getrandom::fill(&mut bytes).unwrap();
+    format!("{:08x}", u32::from_le_bytes(bytes))
+}
+
+fn destination(url: &str, exchange: &str) -> String {
+    format!(
+        r#"
+[[destinations]]
+name = "rabbit"
+kind = "amqp"
+url = "{url}"
+exchange = "{exchange}"
+routing_key = "{{type}}.{{currency}}"
+"#
+    )
+}
+
+/// The test's own channel, and a queue bound to every key of `exchange`
+/// (declared here too, as hookledger declares it).
+async fn bound_queue(url: &str, exchange: &str) -> (Connection, Channel, String) {
+    let connection = Connection::connect(url, ConnectionProperties::default())
+        .await
+        .expect("RabbitMQ runs");
+    let channel = connection.create_channel().await.unwrap();
+    channel
+        .exchange_declare(
+            exchange.into(),
+            lapin::ExchangeKind::Topic,
+            lapin::options::ExchangeDeclareOptions {
+                durable: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    let queue = format!("{exchange}-all");
+    channel
+        .queue_declare(
+            queue.as_str().into(),
+            QueueDeclareOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    channel
+        .queue_bind(
+            queue.as_str().into(),
+            exchange.into(),
+            "#".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    (connection, channel, queue)
+}
+
+/// Every message the queue holds, taken off it.
+async fn taken(channel: &Channel, queue: &str) -> Vec<lapin::message::BasicGetMessage> {
+    let mut messages = Vec::new();
+    while let Some(message) = channel
+        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+        .await
+        .unwrap()
+    {
+        messages.push(message);
+    }
+    messages
+}
+
+async fn cleanup(channel: &Channel, exchange: &str, queue: &str) {
+    channel
+        .queue_delete(queue.into(), QueueDeleteOptions::default())
+        .await
+        .unwrap();
+    channel
+        .exchange_delete(exchange.into(), ExchangeDeleteOptions::default())
+        .await
+        .unwrap();
+}
+
+async fn postings_reach_a_bound_queue_persistent_with_their_ids(backend: Backend) {
+    let Some(url) = amqp_url("postings_reach_a_bound_queue_persistent_with_their_ids") else {
+        return;
+    };
+    let exchange = format!("hltest-{}", tag());
+    let (_connection, channel, queue) = bound_queue(&url, &exchange).await;
+    let app = app_with(backend, &destination(&url, &exchange)).await;
+    for i in 0..5 {
+        app.send_ok(&credit(&format!("evt_{i}"), "cus_1", 100 + i))
+            .await;
+    }
+    // A held event is told too (every type by default).
+    app.send_ok(&credit_seq("evt_late", "cus_seq", 100, 5))
+        .await;
+    app.send_ok(&debit_seq("evt_old_debit", "cus_seq", 50, 2))
+        .await;
+    let rows = drained(&app, "rabbit", Duration::from_secs(30)).await;
+    assert_eq!(rows.len(), 7, "{rows:?}");
+    assert!(rows.iter().all(|m| m.state == "delivered"), "{rows:?}");
+
+    let messages = taken(&channel, &queue).await;
+    assert_eq!(messages.len(), 7);
+    let mut ids = Vec::new();
+    let mut keys = Vec::new();
+    for message in &messages {
+        let body: serde_json::Value = serde_json::from_slice(&message.delivery.data).unwrap();
+        let properties = &message.delivery.properties;
+        let id = properties.message_id().as_ref().unwrap().to_string();
+        assert_eq!(body["id"], id.as_str());
+        assert_eq!(properties.delivery_mode(), &Some(2), "persistent");
+        assert_eq!(
+            properties.content_type().as_ref().unwrap().as_str(),
+            "application/json"
+        );
+        assert_eq!(
+            properties.kind().as_ref().unwrap().as_str(),
+            body["type"].as_str().unwrap()
+        );
+        ids.push(id);
+        keys.push(message.delivery.routing_key.to_string());
+    }
+    assert_eq!(keys.iter().filter(|k| *k == "ledger.posted.USD").count(), 6);
+    assert!(keys.contains(&"event.held.USD".to_owned()), "{keys:?}");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 7);
+    // Every message row's id is one the queue got.
+    for row in &rows {
+        assert!(ids.contains(&row.message_id), "{}", row.message_id);
+    }
+    cleanup(&channel, &exchange, &queue).await;
+    app.assert_invariants().await;
+}
+
+/// Published with `mandatory`: a message no queue is bound for comes back,
+/// is kept and sent again, and reaches the queue bound later.
+async fn a_message_no_queue_takes_is_kept_and_sent_again(backend: Backend) {
+    let Some(url) = amqp_url("a_message_no_queue_takes_is_kept_and_sent_again") else {
+        return;
+    };
+    let exchange = format!("hltest-{}", tag());
+    let app = app_with(backend, &destination(&url, &exchange)).await;
+    app.send_ok(&credit("evt_unbound", "cus_1", 700)).await;
+    let started = Instant::now();
+    let row = loop {
+        let rows = app.store().outbox_messages("rabbit", 0, 10).await.unwrap();
+        // The claim counts the attempt before the send; its outcome is
+        // recorded after.
+        if let Some(row) = rows.into_iter().find(|r| r.last_error.is_some()) {
+            break row;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never tried");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(row.state, "delivered");
+    let error = row.last_error.unwrap_or_default();
+    assert!(error.contains("no queue is bound"), "{error}");
+    assert!(!error.contains("guest:guest"), "{error}");
+
+    let (_connection, channel, queue) = bound_queue(&url, &exchange).await;
+    let rows = drained(&app, "rabbit", Duration::from_secs(120)).await;
+    assert!(rows.iter().all(|m| m.state == "delivered"), "{rows:?}");
+    let messages = taken(&channel, &queue).await;
+    assert_eq!(messages.len(), 1);
+    assert_eq!(
+        messages[0]
+            .delivery
+            .properties
+            .message_id()
+            .as_ref()
+            .unwrap()
+            .as_str(),
+        rows[0].message_id
+    );
+    cleanup(&channel, &exchange, &queue).await;
+}
+
+both_backends!(
+    postings_reach_a_bound_queue_persistent_with_their_ids,
+    a_message_no_queue_takes_is_kept_and_sent_again,
+);

@@ -17,7 +17,7 @@ use crate::helpers::*;
 use crate::outbox::{app_with, drained};
 
 /// The broker to test against, if one is named.
-fn amqp_url(test: &str) -> Option<String> {
+pub fn amqp_url(test: &str) -> Option<String> {
     match std::env::var("HOOKLEDGER_TEST_AMQP_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ if std::env::var_os("CI").is_some() => {
@@ -30,7 +30,7 @@ fn amqp_url(test: &str) -> Option<String> {
     }
 }
 
-fn tag() -> String {
+pub fn tag() -> String {
     let mut bytes = [0u8; 4];
     getrandom::fill(&mut bytes).unwrap();
     format!("{:08x}", u32::from_le_bytes(bytes))
@@ -49,69 +49,94 @@ routing_key = "{{type}}.{{currency}}"
     )
 }
 
-/// The test's own channel, and a queue bound to every key of `exchange`
-/// (declared here too, as hookledger declares it).
-async fn bound_queue(url: &str, exchange: &str) -> (Connection, Channel, String) {
-    let connection = Connection::connect(url, ConnectionProperties::default())
-        .await
-        .expect("RabbitMQ runs");
-    let channel = connection.create_channel().await.unwrap();
-    channel
-        .exchange_declare(
-            exchange.into(),
-            lapin::ExchangeKind::Topic,
-            lapin::options::ExchangeDeclareOptions {
-                durable: true,
-                ..Default::default()
-            },
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
-    let queue = format!("{exchange}-all");
-    channel
-        .queue_declare(
-            queue.as_str().into(),
-            QueueDeclareOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
-    channel
-        .queue_bind(
-            queue.as_str().into(),
-            exchange.into(),
-            "#".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await
-        .unwrap();
-    (connection, channel, queue)
+/// A queue bound to every key of an exchange (declared here too, as
+/// hookledger declares it), on the test's own connection; what it has
+/// received, in arrival order.
+pub struct Queue {
+    _connection: Connection,
+    channel: Channel,
+    name: String,
+    received: Vec<serde_json::Value>,
 }
 
-/// Every message the queue holds, taken off it.
-async fn taken(channel: &Channel, queue: &str) -> Vec<lapin::message::BasicGetMessage> {
-    let mut messages = Vec::new();
-    while let Some(message) = channel
-        .basic_get(queue.into(), BasicGetOptions { no_ack: true })
-        .await
-        .unwrap()
-    {
-        messages.push(message);
+impl Queue {
+    pub async fn bound(url: &str, exchange: &str) -> Queue {
+        let connection = Connection::connect(url, ConnectionProperties::default())
+            .await
+            .expect("RabbitMQ runs");
+        let channel = connection.create_channel().await.unwrap();
+        channel
+            .exchange_declare(
+                exchange.into(),
+                lapin::ExchangeKind::Topic,
+                lapin::options::ExchangeDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let name = format!("{exchange}-all");
+        channel
+            .queue_declare(
+                name.as_str().into(),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        channel
+            .queue_bind(
+                name.as_str().into(),
+                exchange.into(),
+                "#".into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        Queue {
+            _connection: connection,
+            channel,
+            name,
+            received: Vec::new(),
+        }
     }
-    messages
-}
 
-async fn cleanup(channel: &Channel, exchange: &str, queue: &str) {
-    channel
-        .queue_delete(queue.into(), QueueDeleteOptions::default())
-        .await
-        .unwrap();
-    channel
-        .exchange_delete(exchange.into(), ExchangeDeleteOptions::default())
-        .await
-        .unwrap();
+    /// Every message the queue holds now, taken off it.
+    async fn take(&self) -> Vec<lapin::message::BasicGetMessage> {
+        let mut messages = Vec::new();
+        while let Some(message) = self
+            .channel
+            .basic_get(self.name.as_str().into(), BasicGetOptions { no_ack: true })
+            .await
+            .unwrap()
+        {
+            messages.push(message);
+        }
+        messages
+    }
+
+    /// The bodies received so far, in arrival order.
+    pub async fn received(&mut self) -> Vec<serde_json::Value> {
+        for message in self.take().await {
+            self.received
+                .push(serde_json::from_slice(&message.delivery.data).unwrap());
+        }
+        self.received.clone()
+    }
+
+    pub async fn delete(self, exchange: &str) {
+        self.channel
+            .queue_delete(self.name.as_str().into(), QueueDeleteOptions::default())
+            .await
+            .unwrap();
+        self.channel
+            .exchange_delete(exchange.into(), ExchangeDeleteOptions::default())
+            .await
+            .unwrap();
+    }
 }
 
 async fn postings_reach_a_bound_queue_persistent_with_their_ids(backend: Backend) {
@@ -119,7 +144,7 @@ async fn postings_reach_a_bound_queue_persistent_with_their_ids(backend: Backend
         return;
     };
     let exchange = format!("hltest-{}", tag());
-    let (_connection, channel, queue) = bound_queue(&url, &exchange).await;
+    let queue = Queue::bound(&url, &exchange).await;
     let app = app_with(backend, &destination(&url, &exchange)).await;
     for i in 0..5 {
         app.send_ok(&credit(&format!("evt_{i}"), "cus_1", 100 + i))
@@ -134,7 +159,7 @@ async fn postings_reach_a_bound_queue_persistent_with_their_ids(backend: Backend
     assert_eq!(rows.len(), 7, "{rows:?}");
     assert!(rows.iter().all(|m| m.state == "delivered"), "{rows:?}");
 
-    let messages = taken(&channel, &queue).await;
+    let messages = queue.take().await;
     assert_eq!(messages.len(), 7);
     let mut ids = Vec::new();
     let mut keys = Vec::new();
@@ -164,7 +189,7 @@ async fn postings_reach_a_bound_queue_persistent_with_their_ids(backend: Backend
     for row in &rows {
         assert!(ids.contains(&row.message_id), "{}", row.message_id);
     }
-    cleanup(&channel, &exchange, &queue).await;
+    queue.delete(&exchange).await;
     app.assert_invariants().await;
 }
 
@@ -193,10 +218,10 @@ async fn a_message_no_queue_takes_is_kept_and_sent_again(backend: Backend) {
     assert!(error.contains("no queue is bound"), "{error}");
     assert!(!error.contains("guest:guest"), "{error}");
 
-    let (_connection, channel, queue) = bound_queue(&url, &exchange).await;
+    let queue = Queue::bound(&url, &exchange).await;
     let rows = drained(&app, "rabbit", Duration::from_secs(120)).await;
     assert!(rows.iter().all(|m| m.state == "delivered"), "{rows:?}");
-    let messages = taken(&channel, &queue).await;
+    let messages = queue.take().await;
     assert_eq!(messages.len(), 1);
     assert_eq!(
         messages[0]
@@ -208,7 +233,7 @@ async fn a_message_no_queue_takes_is_kept_and_sent_again(backend: Backend) {
             .as_str(),
         rows[0].message_id
     );
-    cleanup(&channel, &exchange, &queue).await;
+    queue.delete(&exchange).await;
 }
 
 both_backends!(

@@ -3,10 +3,12 @@
 //! process is SIGKILLed; an ordered destination must end with every posting
 //! delivered at least once, the set (deduplicated by id) exactly the ledger,
 //! each account's postings first accepted in `account_seq` order, and no
-//! dead letter.
+//! dead letter. Once per destination kind: an HTTP receiver answering 500
+//! at first, and a RabbitMQ exchange with no queue bound at first
+//! (`HOOKLEDGER_TEST_AMQP_URL`).
 //!
 //! Short by default (CI: 300 postings over 10 accounts, the downstream
-//! failing for 5 s, 1 kill, both backends). The full run:
+//! failing for 5 s, 1 kill, both backends, each kind). The full run:
 //! `HOOKLEDGER_OUTBOX_CHAOS_POSTINGS=5000 HOOKLEDGER_OUTBOX_CHAOS_ACCOUNTS=50
 //! HOOKLEDGER_OUTBOX_CHAOS_FAIL_SECS=30 HOOKLEDGER_OUTBOX_CHAOS_KILLS=3`.
 
@@ -21,6 +23,7 @@ use hookledger::secret::Secret;
 
 use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
 use crate::outbox::FORWARD_SECRET;
+use crate::outbox_amqp::{Queue, amqp_url};
 use crate::process::Server;
 use crate::receiver::{Answer, Receiver};
 
@@ -63,7 +66,75 @@ async fn post_credit(client: &reqwest::Client, base: &RwLock<String>, n: u64, ac
     panic!("ochaos_{n} never got a 2xx");
 }
 
+/// Where the destination sends, failing at first.
+enum Downstream {
+    /// Answers 500, then 200.
+    Http(Receiver),
+    /// An exchange no queue is bound to (every message comes back), then
+    /// a queue bound to it.
+    Amqp {
+        url: String,
+        exchange: String,
+        queue: Option<Box<Queue>>,
+    },
+}
+
+impl Downstream {
+    /// The destination's own keys.
+    fn keys(&self) -> String {
+        match self {
+            Downstream::Http(receiver) => format!(
+                "kind = \"http\"\nurl = \"{}\"\nsecret = \"{FORWARD_SECRET}\"\n",
+                receiver.url()
+            ),
+            Downstream::Amqp { url, exchange, .. } => {
+                format!("kind = \"amqp\"\nurl = \"{url}\"\nexchange = \"{exchange}\"\n")
+            }
+        }
+    }
+
+    async fn recover(&mut self) {
+        match self {
+            Downstream::Http(receiver) => receiver.answer_all(Answer::Status(200)),
+            Downstream::Amqp {
+                url,
+                exchange,
+                queue,
+            } => *queue = Some(Box::new(Queue::bound(url, exchange).await)),
+        }
+    }
+
+    /// The bodies accepted so far, in the order they arrived.
+    async fn accepted(&mut self) -> Vec<serde_json::Value> {
+        match self {
+            Downstream::Http(receiver) => receiver.accepted().into_iter().map(|r| r.body).collect(),
+            Downstream::Amqp { queue, .. } => match queue {
+                Some(queue) => queue.received().await,
+                None => Vec::new(),
+            },
+        }
+    }
+}
+
 async fn every_posting_reaches_the_downstream_in_order(backend: Backend) {
+    let receiver = Receiver::start(&[], Answer::Status(500)).await;
+    through_chaos(backend, Downstream::Http(receiver)).await;
+}
+
+async fn every_posting_reaches_a_rabbitmq_queue_in_order(backend: Backend) {
+    let Some(url) = amqp_url("every_posting_reaches_a_rabbitmq_queue_in_order") else {
+        return;
+    };
+    let exchange = format!("hlchaos-{}", crate::outbox_amqp::tag());
+    let downstream = Downstream::Amqp {
+        url,
+        exchange,
+        queue: None,
+    };
+    through_chaos(backend, downstream).await;
+}
+
+async fn through_chaos(backend: Backend, mut downstream: Downstream) {
     let postings = setting("HOOKLEDGER_OUTBOX_CHAOS_POSTINGS", 300);
     let accounts = setting("HOOKLEDGER_OUTBOX_CHAOS_ACCOUNTS", 10);
     let fail_secs = setting("HOOKLEDGER_OUTBOX_CHAOS_FAIL_SECS", 5);
@@ -71,7 +142,6 @@ async fn every_posting_reaches_the_downstream_in_order(backend: Backend) {
     let dir = tempfile::tempdir().unwrap();
     let (database_url, _postgres) =
         crate::postgres::database_for(&backend, &dir.path().join("data/hookledger.db")).await;
-    let receiver = Receiver::start(&[], Answer::Status(500)).await;
     let config = format!(
         r#"database_url = "{database_url}"
 [admin]
@@ -82,14 +152,11 @@ kind = "standard-webhooks"
 secrets = ["{DEMO_SECRET}"]
 [[destinations]]
 name = "downstream"
-kind = "http"
-url = "{url}"
-secret = "{FORWARD_SECRET}"
-events = ["ledger.posted"]
+{keys}events = ["ledger.posted"]
 ordered_by_account = true
 timeout_secs = 1
 "#,
-        url = receiver.url()
+        keys = downstream.keys()
     );
     crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
@@ -112,14 +179,15 @@ timeout_secs = 1
             })
         })
         .collect();
-    let flip = receiver.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(fail_secs)).await;
-        flip.answer_all(Answer::Status(200));
-    });
+    let recover_at = Instant::now() + Duration::from_secs(fail_secs);
+    let mut recovered = false;
     for kill in 0..kills {
         let target = postings as usize * (kill as usize + 1) / (kills as usize + 1);
         while next.load(Ordering::SeqCst) < target {
+            if !recovered && Instant::now() >= recover_at {
+                downstream.recover().await;
+                recovered = true;
+            }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         server.kill();
@@ -128,6 +196,10 @@ timeout_secs = 1
     }
     for sender in senders {
         sender.await.unwrap();
+    }
+    if !recovered {
+        tokio::time::sleep_until(recover_at.into()).await;
+        downstream.recover().await;
     }
 
     let store = crate::postgres::side_store(&database_url).await;
@@ -150,8 +222,8 @@ timeout_secs = 1
     // Wait for the downstream to have every posting.
     let deadline = Instant::now() + Duration::from_secs(180);
     let accepted = loop {
-        let accepted = receiver.accepted();
-        let ids: HashSet<_> = accepted.iter().map(|r| r.id.clone()).collect();
+        let accepted = downstream.accepted().await;
+        let ids: HashSet<_> = accepted.iter().map(|body| body["id"].to_string()).collect();
         if ids.len() == total {
             break accepted;
         }
@@ -166,10 +238,10 @@ timeout_secs = 1
     // postings were first accepted in account_seq order.
     let mut first: HashMap<String, &serde_json::Value> = HashMap::new();
     let mut order: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    for received in &accepted {
-        if first.insert(received.id.clone(), &received.body).is_none() {
-            let account = received.body["account_id"].as_str().unwrap().to_owned();
-            let seq = received.body["account_seq"].as_i64().unwrap();
+    for body in &accepted {
+        if first.insert(body["id"].to_string(), body).is_none() {
+            let account = body["account_id"].as_str().unwrap().to_owned();
+            let seq = body["account_seq"].as_i64().unwrap();
             order.entry(account).or_default().push(seq);
         }
     }
@@ -189,13 +261,24 @@ timeout_secs = 1
     let stats = store.outbox_stats("downstream").await.unwrap();
     assert_eq!(stats.dead, 0, "no dead letters");
     eprintln!(
-        "outbox chaos: {total} postings, {} requests accepted ({} resent), {kills} kills, \
+        "outbox chaos: {total} postings, {} messages accepted ({} resent), {kills} kills, \
          downstream failing {fail_secs} s, {:.1} s",
         accepted.len(),
         accepted.len() - total,
         started.elapsed().as_secs_f64()
     );
     drop(server);
+    if let Downstream::Amqp {
+        exchange,
+        queue: Some(queue),
+        ..
+    } = downstream
+    {
+        queue.delete(&exchange).await;
+    }
 }
 
-crate::both_backends!(every_posting_reaches_the_downstream_in_order);
+crate::both_backends!(
+    every_posting_reaches_the_downstream_in_order,
+    every_posting_reaches_a_rabbitmq_queue_in_order,
+);

@@ -15,6 +15,14 @@ use crate::http::{ApiError, read_limited};
 const MAX_PAGE: i64 = 500;
 pub(super) const MAX_NOTE_CHARS: usize = 2000;
 
+/// A string parameter's schema: one of `values`, described.
+pub fn one_of<'a>(values: impl IntoIterator<Item = &'a str>, description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values))
+        .description(Some(description))
+}
+
 /// A `limit` parameter's schema: what [`page_size`] takes.
 pub fn page_limit() -> ObjectBuilder {
     ObjectBuilder::new()

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::helpers::named_by_env;
 use crate::process::hookledger;
 
 fn repo_file(path: &str) -> PathBuf {
@@ -36,16 +37,7 @@ fn the_committed_schema_is_the_generated_one() {
 /// taplo, or `None` (said) where the venv is not set up; under CI its
 /// absence fails the test.
 fn taplo(test: &str) -> Option<String> {
-    match std::env::var("HOOKLEDGER_TEST_TAPLO") {
-        Ok(path) if !path.is_empty() => Some(path),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but HOOKLEDGER_TEST_TAPLO is not: {test} cannot run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: HOOKLEDGER_TEST_TAPLO is not set");
-            None
-        }
-    }
+    named_by_env("HOOKLEDGER_TEST_TAPLO", test)
 }
 
 /// Whether taplo finds `file` valid, against its `#:schema` line or, when

@@ -354,3 +354,19 @@ pub fn write_config(path: impl AsRef<Path>, text: impl AsRef<str>) -> std::io::R
     keep_config_copy(text.as_ref());
     std::fs::write(path, text.as_ref())
 }
+
+/// The value of `var` naming a tool or service a test drives: `None` (the
+/// test prints that it skipped) when unset, and a failure under CI, where
+/// `.ci/run` sets it.
+pub fn named_by_env(var: &str, test: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but {var} is not: {test} cannot run")
+        }
+        _ => {
+            eprintln!("SKIPPED {test}: {var} is not set");
+            None
+        }
+    }
+}

@@ -83,16 +83,7 @@ async fn the_served_contract_is_the_committed_one_and_names_every_route(backend:
 
 /// Where schemathesis (`st`) is; none (skipped, loudly) outside CI.
 fn schemathesis(test: &str) -> Option<String> {
-    match std::env::var("HOOKLEDGER_TEST_SCHEMATHESIS") {
-        Ok(path) if !path.is_empty() => Some(path),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but HOOKLEDGER_TEST_SCHEMATHESIS is not: {test} cannot run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: HOOKLEDGER_TEST_SCHEMATHESIS is not set");
-            None
-        }
-    }
+    named_by_env("HOOKLEDGER_TEST_SCHEMATHESIS", test)
 }
 
 /// Something behind every route: applied events, held ones (late debits,

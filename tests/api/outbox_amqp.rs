@@ -18,16 +18,7 @@ use crate::outbox::{app_with, drained};
 
 /// The broker to test against, if one is named.
 pub fn amqp_url(test: &str) -> Option<String> {
-    match std::env::var("HOOKLEDGER_TEST_AMQP_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but HOOKLEDGER_TEST_AMQP_URL is not: {test} cannot run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: HOOKLEDGER_TEST_AMQP_URL is not set");
-            None
-        }
-    }
+    named_by_env("HOOKLEDGER_TEST_AMQP_URL", test)
 }
 
 pub fn tag() -> String {

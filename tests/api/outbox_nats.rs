@@ -13,16 +13,7 @@ use crate::outbox::{app_with, drained};
 
 /// The NATS server to test against, if one is named.
 fn nats_url(test: &str) -> Option<String> {
-    match std::env::var("HOOKLEDGER_TEST_NATS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but HOOKLEDGER_TEST_NATS_URL is not: {test} cannot run")
-        }
-        _ => {
-            eprintln!("SKIPPED {test}: HOOKLEDGER_TEST_NATS_URL is not set");
-            None
-        }
-    }
+    named_by_env("HOOKLEDGER_TEST_NATS_URL", test)
 }
 
 async fn postings_are_published_once_per_id(backend: Backend) {

@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use utoipa::openapi::schema::AnyOfBuilder;
 use utoipa::openapi::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 
-use crate::admin::input::{page_limit, page_size};
+use crate::admin::input::{one_of, page_limit, page_size};
 use crate::admin::target::plain_id;
 use crate::domain::{Origin, Status};
 use crate::http::ApiError;
@@ -53,10 +53,7 @@ pub struct EventsQuery {
 /// A status, or empty for none (as the page's form sends it).
 fn status_filter() -> ObjectBuilder {
     let names = Status::ALL.iter().map(|s| s.as_str()).chain([""]);
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(names))
-        .description(Some("The stored status; empty is none."))
+    one_of(names, "The stored status; empty is none.")
 }
 
 /// A day, an RFC 3339 instant, or empty for none: what [`instant`] reads.
@@ -78,12 +75,10 @@ fn instant_filter() -> AnyOfBuilder {
 /// An origin, or empty for none.
 fn origin_filter() -> ObjectBuilder {
     let names = Origin::ALL.iter().map(|o| o.as_str()).chain([""]);
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(names))
-        .description(Some(
-            "`webhook`, or `reconcile` for events fetched from the provider; empty is none.",
-        ))
+    one_of(
+        names,
+        "`webhook`, or `reconcile` for events fetched from the provider; empty is none.",
+    )
 }
 
 impl EventsQuery {

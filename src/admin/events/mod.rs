@@ -15,14 +15,14 @@ use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa::openapi::{ObjectBuilder, Type};
+use utoipa::openapi::ObjectBuilder;
 
 use self::answer::{ActAnswer, ActionAnswer, EventDetail, EventList, ReplayAnswer};
 use self::filter::{EventsQuery, Shown};
 use self::view::{Context as EventContext, EventDetailView, done_notice, ignored_because};
 use super::action::{self, Asking};
 use super::auth::{BearerAdmin, PageAdmin, check_csrf};
-use super::input::{ADMIN_BODY_LIMIT, NoteBody, clean_note, parse_note, seen_status};
+use super::input::{ADMIN_BODY_LIMIT, NoteBody, clean_note, one_of, parse_note, seen_status};
 use super::outbox::{MessageView, event_messages};
 use super::render::{Flash, csrf_for, html, see_other};
 use super::target::{EventPath, EventQuery, EventRef, event_href};
@@ -253,12 +253,10 @@ pub struct ActionPath {
 /// The `{action}` values, from the actions themselves.
 fn action_names() -> ObjectBuilder {
     let names = Action::ALL.iter().map(|a| a.as_str()).chain(["replay"]);
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(names))
-        .description(Some(
-            "`apply` or `dismiss` a held event, or `replay` one with the current config.",
-        ))
+    one_of(
+        names,
+        "`apply` or `dismiss` a held event, or `replay` one with the current config.",
+    )
 }
 
 /// What an event's action route asks for.

@@ -51,6 +51,7 @@ impl Relay {
                     message_type: &row.message_type,
                     source: &row.source,
                     currency: row.currency.as_deref(),
+                    account: row.account_id.as_deref(),
                     body: &body,
                 };
                 // The relay's own bound, whatever the destination does: a

@@ -17,12 +17,12 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use super::template;
 use crate::config::{ConfigError, Env, kind_settings, resolve_secret};
 use crate::secret::Secret;
 
 const DEFAULT_EXCHANGE: &str = "hookledger";
 const DEFAULT_ROUTING_KEY: &str = "{type}.{currency}";
-const PLACEHOLDERS: [&str; 3] = ["{type}", "{source}", "{currency}"];
 
 /// The keys of `kind = "amqp"`.
 #[derive(Deserialize, JsonSchema)]
@@ -125,18 +125,7 @@ fn check_routing_key(template: &str) -> Result<(), String> {
     if template.is_empty() {
         return Err("must not be empty".into());
     }
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let close = rest[open..].find('}').ok_or("has a '{' without its '}'")?;
-        let placeholder = &rest[open..open + close + 1];
-        if !PLACEHOLDERS.contains(&placeholder) {
-            return Err(format!(
-                "{placeholder:?} is not a placeholder: use {}",
-                PLACEHOLDERS.join(", ")
-            ));
-        }
-        rest = &rest[open + close + 1..];
-    }
+    template::check_placeholders(template)?;
     if template
         .chars()
         .any(|c| c.is_whitespace() || c.is_control())
@@ -177,10 +166,7 @@ pub struct Amqp {
 
 impl Amqp {
     fn routing_key_for(&self, message: &Outgoing<'_>) -> String {
-        self.routing_key
-            .replace("{type}", message.message_type)
-            .replace("{source}", message.source)
-            .replace("{currency}", message.currency.unwrap_or("none"))
+        template::fill(&self.routing_key, message)
     }
 
     /// A reason as the row keeps it: never the URL's password, whatever
@@ -339,6 +325,7 @@ mod tests {
             message_type: "ledger.posted",
             source: "stripe",
             currency: Some("EUR"),
+            account: None,
             body: b"{}",
         };
         assert_eq!(amqp.routing_key_for(&message), "stripe.ledger.posted.EUR");

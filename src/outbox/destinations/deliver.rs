@@ -26,6 +26,10 @@ pub struct Outgoing<'a> {
     pub message_type: &'a str,
     pub source: &'a str,
     pub currency: Option<&'a str>,
+    /// The account it moves (none for an event held before it was
+    /// applied): the key that keeps one account's messages in order on a
+    /// bus that partitions (a Kafka key, an SQS FIFO message group).
+    pub account: Option<&'a str>,
     /// The JSON body.
     pub body: &'a [u8],
 }

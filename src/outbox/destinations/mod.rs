@@ -10,6 +10,7 @@ mod amqp;
 mod deliver;
 mod http;
 mod nats;
+mod template;
 
 use std::sync::Arc;
 

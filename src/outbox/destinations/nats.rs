@@ -15,6 +15,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use super::deliver::{Deliver, DestinationKind, Outgoing, SendError, Sending};
+use super::template::{self, PLACEHOLDERS};
 use crate::config::{ConfigError, Env, kind_settings, plain_url};
 
 const DEFAULT_SUBJECT: &str = "hookledger.{type}";
@@ -94,8 +95,6 @@ impl DestinationKind for NatsKind {
     }
 }
 
-const PLACEHOLDERS: [&str; 3] = ["{type}", "{source}", "{currency}"];
-
 /// A subject template: dot-separated tokens, the first one literal (the
 /// stream listens on `<literal tokens>.>`), placeholders only whole-token.
 fn check_subject(subject: &str) -> Result<(), String> {
@@ -166,10 +165,7 @@ impl Nats {
     /// The subject for a message: the template with its placeholders
     /// filled (a currency-less message has `none`).
     fn subject_for(&self, message: &Outgoing<'_>) -> String {
-        self.subject
-            .replace("{type}", message.message_type)
-            .replace("{source}", message.source)
-            .replace("{currency}", message.currency.unwrap_or("none"))
+        template::fill(&self.subject, message)
     }
 
     async fn connect(&self) -> Result<jetstream::Context, SendError> {
@@ -271,6 +267,7 @@ mod tests {
             message_type: "ledger.posted",
             source: "stripe",
             currency: Some("EUR"),
+            account: None,
             body: b"{}",
         };
         assert_eq!(nats.subject_for(&message), "pay.stripe.ledger.posted.EUR");

@@ -3,9 +3,11 @@
 # in their own layer), run on slim Debian as a non-root user.
 
 FROM rust:1.95-slim-trixie AS build
-# The slim image has gcc but not make, which jemalloc's build needs.
+# The slim image has gcc but not make, which the builds of jemalloc and
+# librdkafka (the kafka destination) need; librdkafka's TLS links the
+# system's OpenSSL, found by pkg-config.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends make \
+    && apt-get install -y --no-install-recommends make pkg-config libssl-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Build the dependencies alone first, so editing our code does not rebuild them.
@@ -25,9 +27,10 @@ RUN touch src/main.rs src/lib.rs \
 
 FROM debian:trixie-slim AS runtime
 # The system's trusted roots, for the outbox's HTTPS destinations (without
-# them hookledger falls back to the Mozilla roots built in, and says so).
+# them hookledger falls back to the Mozilla roots built in, and says so);
+# OpenSSL's library, which librdkafka's TLS (the kafka destination) links.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates libssl3t64 \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --system --uid 10001 --home-dir /var/lib/hookledger --create-home hookledger \
     && mkdir -p /var/lib/hookledger/data \

@@ -123,6 +123,41 @@ pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<
     }
 }
 
+/// The first of `destination`'s rows whose attempt failed, once one has
+/// (the claim counts the attempt before the send; its outcome is recorded
+/// after): not delivered, with its reason.
+pub async fn first_failure(store: &Store, destination: &str) -> (OutboxEntry, String) {
+    let started = Instant::now();
+    let row = loop {
+        let rows = store.outbox_messages(destination, 0, 10).await.unwrap();
+        if let Some(row) = rows.into_iter().find(|r| r.last_error.is_some()) {
+            break row;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "never tried");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_ne!(row.state, "delivered");
+    let error = row.last_error.clone().unwrap_or_default();
+    (row, error)
+}
+
+/// A config for the real binary: `database_url`, the `demo` source, and
+/// one destination `name` with `keys` (its kind's and any other).
+pub fn binary_config(database_url: &str, name: &str, keys: &str) -> String {
+    format!(
+        r#"database_url = "{database_url}"
+[admin]
+token = "{ADMIN_TOKEN}"
+[[sources]]
+name = "demo"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+[[destinations]]
+name = "{name}"
+{keys}"#
+    )
+}
+
 /// Instance B: its `upstream` source receives A's messages.
 async fn downstream_instance(backend: &Backend) -> TestApp {
     let b = TestApp::spawn_with(

@@ -4,7 +4,7 @@
 //! skipped, or fails under CI). Each test uses its own exchange and queue,
 //! deleted afterwards.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lapin::options::{
     BasicGetOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
@@ -14,7 +14,7 @@ use lapin::types::FieldTable;
 use lapin::{Channel, Connection, ConnectionProperties};
 
 use crate::helpers::*;
-use crate::outbox::{app_with, drained};
+use crate::outbox::{app_with, drained, first_failure};
 
 /// The broker to test against, if one is named.
 pub fn amqp_url(test: &str) -> Option<String> {
@@ -193,19 +193,7 @@ async fn a_message_no_queue_takes_is_kept_and_sent_again(backend: Backend) {
     let exchange = format!("hltest-{}", tag());
     let app = app_with(backend, &destination(&url, &exchange)).await;
     app.send_ok(&credit("evt_unbound", "cus_1", 700)).await;
-    let started = Instant::now();
-    let row = loop {
-        let rows = app.store().outbox_messages("rabbit", 0, 10).await.unwrap();
-        // The claim counts the attempt before the send; its outcome is
-        // recorded after.
-        if let Some(row) = rows.into_iter().find(|r| r.last_error.is_some()) {
-            break row;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "never tried");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert_ne!(row.state, "delivered");
-    let error = row.last_error.unwrap_or_default();
+    let (_, error) = first_failure(app.store(), "rabbit").await;
     assert!(error.contains("no queue is bound"), "{error}");
     assert!(!error.contains("guest:guest"), "{error}");
 

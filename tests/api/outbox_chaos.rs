@@ -4,8 +4,9 @@
 //! delivered at least once, the set (deduplicated by id) exactly the ledger,
 //! each account's postings first accepted in `account_seq` order, and no
 //! dead letter. Once per destination kind: an HTTP receiver answering 500
-//! at first, and a RabbitMQ exchange with no queue bound at first
-//! (`HOOKLEDGER_TEST_AMQP_URL`).
+//! at first, a RabbitMQ exchange with no queue bound at first
+//! (`HOOKLEDGER_TEST_AMQP_URL`), a Kafka broker (tansu) and an SQS (moto)
+//! not running at first; SQS FIFO must have each posting exactly once.
 //!
 //! Short by default (CI: 300 postings over 10 accounts, the downstream
 //! failing for 5 s, 1 kill, both backends, each kind). The full run:
@@ -21,9 +22,13 @@ use chrono::Utc;
 use hookledger::cli::sign_body;
 use hookledger::secret::Secret;
 
-use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
+use crate::broker_process::BrokerProcess;
+use crate::helpers::{Backend, DEMO_SECRET};
+use crate::localstripe::free_port;
 use crate::outbox::FORWARD_SECRET;
 use crate::outbox_amqp::{Queue, amqp_url};
+use crate::outbox_kafka::{TopicReader, create_topic, start_tansu, tansu};
+use crate::outbox_sqs::{AWS_ENV, FifoQueue, moto, sqs_keys, start_moto};
 use crate::process::Server;
 use crate::receiver::{Answer, Receiver};
 
@@ -35,7 +40,7 @@ fn setting(name: &str, default: u64) -> u64 {
 }
 
 /// Posts one credit until it is answered 2xx, re-signing each attempt.
-async fn post_credit(client: &reqwest::Client, base: &RwLock<String>, n: u64, accounts: u64) {
+pub async fn post_credit(client: &reqwest::Client, base: &RwLock<String>, n: u64, accounts: u64) {
     let body = serde_json::json!({
         "type": "balance.credit",
         "data": {"account_id": format!("acct_{}", n % accounts), "amount_minor": 100 + n,
@@ -77,6 +82,20 @@ enum Downstream {
         exchange: String,
         queue: Option<Box<Queue>>,
     },
+    /// No Kafka broker on the port, then tansu with the topic.
+    Kafka {
+        tansu: String,
+        port: u16,
+        topic: String,
+        up: Option<(BrokerProcess, Box<TopicReader>)>,
+    },
+    /// No SQS on the port, then moto with the FIFO queue.
+    Sqs {
+        moto: String,
+        port: u16,
+        name: String,
+        up: Option<(BrokerProcess, Box<FifoQueue>)>,
+    },
 }
 
 impl Downstream {
@@ -90,7 +109,38 @@ impl Downstream {
             Downstream::Amqp { url, exchange, .. } => {
                 format!("kind = \"amqp\"\nurl = \"{url}\"\nexchange = \"{exchange}\"\n")
             }
+            Downstream::Kafka { port, topic, .. } => {
+                format!("kind = \"kafka\"\nbrokers = [\"127.0.0.1:{port}\"]\ntopic = \"{topic}\"\n")
+            }
+            Downstream::Sqs { port, name, .. } => sqs_keys(
+                // moto's URL for the queue, before moto runs.
+                &format!("http://127.0.0.1:{port}/123456789012/{name}.fifo"),
+                &format!("http://127.0.0.1:{port}"),
+            ),
         }
+    }
+
+    /// The environment hookledger needs for it (SQS: the credentials).
+    fn env(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Downstream::Sqs { .. } => &AWS_ENV,
+            _ => &[],
+        }
+    }
+
+    /// One attempt's bound: moto, a Python fake, answers SendMessage in
+    /// seconds once thousands of messages wait in a queue.
+    fn timeout_secs(&self) -> u64 {
+        match self {
+            Downstream::Sqs { .. } => 5,
+            _ => 1,
+        }
+    }
+
+    /// It keeps one copy of each message id (SQS FIFO, inside its
+    /// five-minute deduplication interval).
+    fn deduplicates(&self) -> bool {
+        matches!(self, Downstream::Sqs { .. })
     }
 
     async fn recover(&mut self) {
@@ -101,6 +151,27 @@ impl Downstream {
                 exchange,
                 queue,
             } => *queue = Some(Box::new(Queue::bound(url, exchange).await)),
+            Downstream::Kafka {
+                tansu,
+                port,
+                topic,
+                up,
+            } => {
+                let broker = start_tansu(tansu, *port).await;
+                let brokers = format!("127.0.0.1:{port}");
+                create_topic(&brokers, topic).await;
+                *up = Some((broker, Box::new(TopicReader::new(&brokers, topic))));
+            }
+            Downstream::Sqs {
+                moto,
+                port,
+                name,
+                up,
+            } => {
+                let broker = start_moto(moto, *port).await;
+                let endpoint = format!("http://127.0.0.1:{port}");
+                *up = Some((broker, Box::new(FifoQueue::create(&endpoint, name).await)));
+            }
         }
     }
 
@@ -110,6 +181,17 @@ impl Downstream {
             Downstream::Http(receiver) => receiver.accepted().into_iter().map(|r| r.body).collect(),
             Downstream::Amqp { queue, .. } => match queue {
                 Some(queue) => queue.received().await,
+                None => Vec::new(),
+            },
+            Downstream::Kafka { up, .. } => match up {
+                Some((_, reader)) => {
+                    let records = reader.received(Duration::from_millis(300)).await;
+                    records.into_iter().map(|r| r.body).collect()
+                }
+                None => Vec::new(),
+            },
+            Downstream::Sqs { up, .. } => match up {
+                Some((_, queue)) => queue.received().await.into_iter().map(|m| m.body).collect(),
                 None => Vec::new(),
             },
         }
@@ -134,6 +216,32 @@ async fn every_posting_reaches_a_rabbitmq_queue_in_order(backend: Backend) {
     through_chaos(backend, downstream).await;
 }
 
+async fn every_posting_reaches_a_kafka_topic_in_order(backend: Backend) {
+    let Some(tansu) = tansu("every_posting_reaches_a_kafka_topic_in_order") else {
+        return;
+    };
+    let downstream = Downstream::Kafka {
+        tansu,
+        port: free_port(),
+        topic: format!("hlchaos-{}", crate::outbox_amqp::tag()),
+        up: None,
+    };
+    through_chaos(backend, downstream).await;
+}
+
+async fn every_posting_reaches_an_sqs_fifo_queue_once_in_order(backend: Backend) {
+    let Some(moto) = moto("every_posting_reaches_an_sqs_fifo_queue_once_in_order") else {
+        return;
+    };
+    let downstream = Downstream::Sqs {
+        moto,
+        port: free_port(),
+        name: format!("hlchaos-{}", crate::outbox_amqp::tag()),
+        up: None,
+    };
+    through_chaos(backend, downstream).await;
+}
+
 async fn through_chaos(backend: Backend, mut downstream: Downstream) {
     let postings = setting("HOOKLEDGER_OUTBOX_CHAOS_POSTINGS", 300);
     let accounts = setting("HOOKLEDGER_OUTBOX_CHAOS_ACCOUNTS", 10);
@@ -142,26 +250,17 @@ async fn through_chaos(backend: Backend, mut downstream: Downstream) {
     let dir = tempfile::tempdir().unwrap();
     let (database_url, _postgres) =
         crate::postgres::database_for(&backend, &dir.path().join("data/hookledger.db")).await;
-    let config = format!(
-        r#"database_url = "{database_url}"
-[admin]
-token = "{ADMIN_TOKEN}"
-[[sources]]
-name = "demo"
-kind = "standard-webhooks"
-secrets = ["{DEMO_SECRET}"]
-[[destinations]]
-name = "downstream"
-{keys}events = ["ledger.posted"]
-ordered_by_account = true
-timeout_secs = 1
-"#,
-        keys = downstream.keys()
+    let keys = format!(
+        "{}events = [\"ledger.posted\"]\nordered_by_account = true\ntimeout_secs = {}\n",
+        downstream.keys(),
+        downstream.timeout_secs()
     );
+    let config = crate::outbox::binary_config(&database_url, "downstream", &keys);
     crate::helpers::write_config(dir.path().join("hookledger.toml"), config).unwrap();
     std::fs::create_dir_all(dir.path().join("data")).unwrap();
     let started = Instant::now();
-    let mut server = Server::start(dir.path(), &[], "source demo");
+    let env = downstream.env();
+    let mut server = Server::start(dir.path(), env, "source demo");
     let base = Arc::new(RwLock::new(server.base()));
     let next = Arc::new(AtomicUsize::new(0));
     let senders: Vec<_> = (0..16)
@@ -191,7 +290,7 @@ timeout_secs = 1
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         server.kill();
-        server = Server::start(dir.path(), &[], "source demo");
+        server = Server::start(dir.path(), env, "source demo");
         *base.write().unwrap() = server.base();
     }
     for sender in senders {
@@ -219,6 +318,15 @@ timeout_secs = 1
     }
     let total: usize = ledger.values().map(Vec::len).sum();
     assert_eq!(total as u64, postings, "every credit posted once");
+    // moto deduplicates against the messages still in the queue (SQS for
+    // five minutes, deleted or not): read it once nothing more is sent.
+    if downstream.deduplicates() {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while store.outbox_stats("downstream").await.unwrap().pending > 0 {
+            assert!(Instant::now() < deadline, "still pending after 180 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     // Wait for the downstream to have every posting.
     let deadline = Instant::now() + Duration::from_secs(180);
     let accepted = loop {
@@ -260,6 +368,9 @@ timeout_secs = 1
     }
     let stats = store.outbox_stats("downstream").await.unwrap();
     assert_eq!(stats.dead, 0, "no dead letters");
+    if downstream.deduplicates() {
+        assert_eq!(accepted.len(), total, "the broker kept one copy of each");
+    }
     eprintln!(
         "outbox chaos: {total} postings, {} messages accepted ({} resent), {kills} kills, \
          downstream failing {fail_secs} s, {:.1} s",
@@ -281,4 +392,6 @@ timeout_secs = 1
 crate::both_backends!(
     every_posting_reaches_the_downstream_in_order,
     every_posting_reaches_a_rabbitmq_queue_in_order,
+    every_posting_reaches_a_kafka_topic_in_order,
+    every_posting_reaches_an_sqs_fifo_queue_once_in_order,
 );

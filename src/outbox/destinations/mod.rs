@@ -9,7 +9,9 @@
 mod amqp;
 mod deliver;
 mod http;
+mod kafka;
 mod nats;
+mod sqs;
 mod template;
 
 use std::sync::Arc;
@@ -43,6 +45,16 @@ static KINDS: &[Kind] = &[
         name: "amqp",
         parse: amqp::parse,
         settings: <amqp::Settings as JsonSchema>::json_schema,
+    },
+    Kind {
+        name: "kafka",
+        parse: kafka::parse,
+        settings: <kafka::Settings as JsonSchema>::json_schema,
+    },
+    Kind {
+        name: "sqs",
+        parse: sqs::parse,
+        settings: <sqs::Settings as JsonSchema>::json_schema,
     },
 ];
 

@@ -37,6 +37,14 @@ pub fn check_placeholders(template: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The template with its placeholders taken out: what is left must be
+/// valid on its own in the destination's names.
+pub fn literal_parts(template: &str) -> String {
+    PLACEHOLDERS
+        .iter()
+        .fold(template.to_owned(), |text, p| text.replace(p, ""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,6 +55,7 @@ mod tests {
         assert!(check_placeholders("{kind}").is_err());
         assert!(check_placeholders("{type").is_err());
         assert!(check_placeholders("type}").is_err());
+        assert_eq!(literal_parts("pay.{source}-{type}"), "pay.-");
         let mut message = Outgoing {
             id: "msg_1",
             message_type: "ledger.posted",

@@ -77,8 +77,8 @@ fn every_problem_names_its_key() {
             "at least 16 bytes",
         ),
         (
-            "kind = \"kafka\"\nurl = \"https://x.test/\"",
-            "unknown kind \"kafka\"",
+            "kind = \"mqtt\"\nurl = \"https://x.test/\"",
+            "unknown kind \"mqtt\"",
         ),
         (
             "kind = \"nats\"\nurl = \"nats://h:4222\"\nevents = [\"ledger.moved\"]",
@@ -168,7 +168,7 @@ fn every_kind_refuses_a_key_it_does_not_know() {
 fn start_up_names_every_destination_its_kind_refuses() {
     let text = "[admin]\ntoken = \"0123456789abcdef0123\"\n\
         [[destinations]]\nname = \"a\"\nkind = \"http\"\nurl = \"https://x.test/\"\n\
-        [[destinations]]\nname = \"b\"\nkind = \"kafka\"\n\
+        [[destinations]]\nname = \"b\"\nkind = \"mqtt\"\n\
         [[destinations]]\nname = \"c\"\nkind = \"nats\"\nurl = \"nats://h:4222\"\n";
     let config = crate::config::from_toml(text, &env).unwrap();
     let error = check_all(&config.destinations).unwrap_err();

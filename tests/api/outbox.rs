@@ -104,12 +104,16 @@ where
 
 /// Waits until `destination` has nothing pending; its messages.
 pub async fn drained(app: &TestApp, destination: &str, within: Duration) -> Vec<OutboxEntry> {
+    drained_in(app.store(), destination, within).await
+}
+
+/// The same for any store (a real binary's database, read from the side).
+pub async fn drained_in(store: &Store, destination: &str, within: Duration) -> Vec<OutboxEntry> {
     let started = Instant::now();
     loop {
-        let stats = app.store().outbox_stats(destination).await.unwrap();
+        let stats = store.outbox_stats(destination).await.unwrap();
         if stats.pending == 0 {
-            return app
-                .store()
+            return store
                 .outbox_messages(destination, 0, 100_000)
                 .await
                 .unwrap();

@@ -334,11 +334,7 @@ async fn through_chaos(backend: Backend, mut downstream: Downstream) {
     // moto deduplicates against the messages still in the queue (SQS for
     // five minutes, deleted or not): read it once nothing more is sent.
     if downstream.deduplicates() {
-        let deadline = Instant::now() + Duration::from_secs(180);
-        while store.outbox_stats("downstream").await.unwrap().pending > 0 {
-            assert!(Instant::now() < deadline, "still pending after 180 s");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        crate::outbox::drained_in(&store, "downstream", Duration::from_secs(180)).await;
     }
     // Wait for the downstream to have every posting.
     let deadline = Instant::now() + Duration::from_secs(180);

@@ -20,7 +20,7 @@ use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 use crate::broker_process::BrokerProcess;
 use crate::helpers::{ADMIN_TOKEN, Backend, named_by_env};
 use crate::localstripe::free_port;
-use crate::outbox::{binary_config, first_failure};
+use crate::outbox::{binary_config, drained_in, first_failure};
 use crate::outbox_chaos::post_credit;
 use crate::process::{Server, run_with_config};
 
@@ -165,21 +165,6 @@ async fn serve(
     (server, database_url, postgres)
 }
 
-/// Waits until `sqs` has nothing pending; its rows.
-async fn drained(
-    store: &hookledger::store::Store,
-    within: Duration,
-) -> Vec<hookledger::store::OutboxEntry> {
-    let started = Instant::now();
-    loop {
-        if store.outbox_stats("sqs").await.unwrap().pending == 0 {
-            return store.outbox_messages("sqs", 0, 10_000).await.unwrap();
-        }
-        assert!(started.elapsed() < within, "sqs still pending");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Every posting reaches the FIFO queue once, deduplicated by its message
 /// id and grouped by account, each group in order; sent again by a
 /// replay inside the deduplication interval, none arrives twice.
@@ -200,7 +185,7 @@ async fn postings_reach_a_fifo_queue_once_each_in_order_per_account(backend: Bac
         post_credit(&client, &base, n, 4).await;
     }
     let store = crate::postgres::side_store(&database_url).await;
-    let rows = drained(&store, Duration::from_secs(60)).await;
+    let rows = drained_in(&store, "sqs", Duration::from_secs(60)).await;
     assert_eq!(rows.len(), 12);
     assert!(rows.iter().all(|r| r.state == "delivered"), "{rows:?}");
 
@@ -307,7 +292,7 @@ async fn messages_wait_for_sqs_that_is_down(backend: Backend) {
     let _broker = start_moto(&program, port).await;
     let mut queue = FifoQueue::create(&endpoint, &name).await;
     assert_eq!(queue.url, queue_url);
-    let rows = drained(&store, Duration::from_secs(120)).await;
+    let rows = drained_in(&store, "sqs", Duration::from_secs(120)).await;
     assert!(rows.iter().all(|r| r.state == "delivered"), "{rows:?}");
     let received = queue.received().await;
     assert_eq!(received.len(), 1);

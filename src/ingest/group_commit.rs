@@ -11,11 +11,13 @@
 //! re-run, at two statements more per delivery on the path that never
 //! fails; each statement costs a handoff to sqlx's SQLite thread.)
 //!
-//! Why it is safe: every delivery's statements are exactly those it would
-//! run alone, in arrival order, each seeing the ones before it (a
-//! redelivery of an event earlier in the same group is a duplicate, as it
-//! would be after that event's commit); and no answer leaves before the
-//! commit that makes it true. A request cut off while its delivery waits
+//! Why it is safe: every event is decided in arrival order, each seeing the
+//! ones before it (a redelivery of an event earlier in the same group is a
+//! duplicate, as it would be after that event's commit), by exactly the
+//! statements it would run alone, or for a run of plain postings by the
+//! same rules in memory with the run's writes set-based
+//! ([`super::run_of_postings`]); and no answer leaves before the commit
+//! that makes it true. A request cut off while its delivery waits
 //! (a client gone, a shutdown's deadline) may be committed and unanswered:
 //! its redelivery is then a duplicate with no second effect.
 //!
@@ -23,7 +25,8 @@
 //! Failures, and who they fail:
 //! - a delivery's own error that is not transient (a constraint, a bug):
 //!   that delivery is answered with it, and the others run again together
-//!   without it;
+//!   without it; where the failing statement wrote a whole run (whose
+//!   delivery is not known), the group is split in halves until it is;
 //! - a transient error (the write turn or the pool timed out, SQLite busy
 //!   because of another process, an I/O error at commit): every delivery
 //!   of the group is answered 503 at once, never re-run one by one (each
@@ -34,11 +37,13 @@
 //! A delivery whose requester has gone (its deadline passed while it
 //! queued) is not run: nothing of it was written, and its provider retries.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
+use super::run_of_postings::{self, Item};
 use super::{Outcome, RawDelivery, run};
 use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
@@ -75,6 +80,34 @@ pub(super) struct Work {
     pub origin: Origin,
 }
 
+impl Work {
+    fn new(source: &Arc<Source>, events: &[NormalisedEvent], raw: &RawDelivery<'_>) -> Self {
+        Work {
+            source: source.clone(),
+            events: events.to_vec(),
+            payload: raw.payload.to_vec(),
+            payload_sha256: raw.payload_sha256.to_owned(),
+            received_at: raw.received_at,
+            signature_headers: raw.signature_headers.map(str::to_owned),
+            signed_at: raw.signed_at,
+            signed_event_id: raw.signed_event_id.map(str::to_owned),
+            origin: raw.origin,
+        }
+    }
+
+    fn raw(&self) -> RawDelivery<'_> {
+        RawDelivery {
+            payload: &self.payload,
+            payload_sha256: &self.payload_sha256,
+            received_at: self.received_at,
+            signature_headers: self.signature_headers.as_deref(),
+            signed_at: self.signed_at,
+            signed_event_id: self.signed_event_id.as_deref(),
+            origin: self.origin,
+        }
+    }
+}
+
 impl Job {
     pub(super) fn into_parts(self) -> (Work, oneshot::Sender<Answer>) {
         (self.work, self.reply)
@@ -96,17 +129,7 @@ pub(super) async fn submit(
     raw: &RawDelivery<'_>,
 ) -> Answer {
     let (reply, answer) = oneshot::channel();
-    let work = Work {
-        source: source.clone(),
-        events: events.to_vec(),
-        payload: raw.payload.to_vec(),
-        payload_sha256: raw.payload_sha256.to_owned(),
-        received_at: raw.received_at,
-        signature_headers: raw.signature_headers.map(str::to_owned),
-        signed_at: raw.signed_at,
-        signed_event_id: raw.signed_event_id.map(str::to_owned),
-        origin: raw.origin,
-    };
+    let work = Work::new(source, events, raw);
     jobs.send(Job { work, reply }).await.map_err(|_| gone())?;
     // Dropped unanswered only if the writer is gone.
     answer.await.map_err(|_| gone())?
@@ -149,36 +172,50 @@ async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
 }
 
 /// Why a group did not commit: the position (in the group as run) of the
-/// delivery whose statement failed, if it was one.
+/// delivery whose statement failed, if it was one's alone.
 struct Failed {
     at: Option<usize>,
     error: StoreError,
 }
 
-/// Commits as many of `works` as can be, together: an answer for each, in
-/// order.
+/// Commits as many of `works` as can be, in order: an answer for each.
+/// A delivery whose own statement fails is answered with its error and the
+/// others run again without it. A set-based statement that fails (one of a
+/// run of postings: which delivery's row it was is not known) splits the
+/// deliveries in halves, the first committed (or split again) before the
+/// second runs, so that what commits is still in arrival order.
 async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
-    let mut pending: Vec<usize> = (0..works.len()).collect();
-    while !pending.is_empty() {
-        match run_together(&store, &works, &pending).await {
-            Ok(outcomes) => {
-                for (&index, outcomes) in pending.iter().zip(outcomes) {
-                    answers[index] = Some(Ok(outcomes));
+    let mut parts: VecDeque<Vec<usize>> = VecDeque::from([(0..works.len()).collect()]);
+    while let Some(mut pending) = parts.pop_front() {
+        while !pending.is_empty() {
+            match run_together(&store, &works, &pending).await {
+                Ok(outcomes) => {
+                    for (&index, outcomes) in pending.iter().zip(outcomes) {
+                        answers[index] = Some(Ok(outcomes));
+                    }
+                    break;
                 }
-                break;
-            }
-            Err(Failed {
-                at: Some(position),
-                error,
-            }) if !error.is_transient() => {
-                answers[pending.remove(position)] = Some(Err(error));
-            }
-            Err(Failed { error, .. }) => {
-                for &index in &pending {
-                    answers[index] = Some(Err(error.shared()));
+                Err(Failed {
+                    at: Some(position),
+                    error,
+                }) if !error.is_transient() => {
+                    answers[pending.remove(position)] = Some(Err(error));
                 }
-                break;
+                Err(Failed { at: None, error }) if !error.is_transient() && pending.len() > 1 => {
+                    tracing::debug!("a group's set-based statement failed, splitting it: {error}");
+                    parts.push_front(pending.split_off(pending.len() / 2));
+                }
+                Err(Failed { at: None, error }) if !error.is_transient() => {
+                    answers[pending.remove(0)] = Some(Err(error));
+                }
+                Err(Failed { error, .. }) => {
+                    // Transient: everything not yet committed is answered
+                    // with it, none waits it out again.
+                    for index in pending.drain(..).chain(parts.drain(..).flatten()) {
+                        answers[index] = Some(Err(error.shared()));
+                    }
+                }
             }
         }
     }
@@ -218,32 +255,93 @@ async fn run_together(
     }
 }
 
+/// Every event of the deliveries, in arrival order: runs of plain
+/// postings together ([`run_of_postings`]), every other event alone.
 async fn run_all(
     tx: &mut WriteTx,
     works: &[Work],
     pending: &[usize],
 ) -> Result<Vec<Vec<Outcome>>, Failed> {
-    let mut answers = Vec::with_capacity(pending.len());
-    for (position, &index) in pending.iter().enumerate() {
-        let work = &works[index];
-        let raw = RawDelivery {
-            payload: &work.payload,
-            payload_sha256: &work.payload_sha256,
-            received_at: work.received_at,
-            signature_headers: work.signature_headers.as_deref(),
-            signed_at: work.signed_at,
-            signed_event_id: work.signed_event_id.as_deref(),
-            origin: work.origin,
-        };
-        let mut outcomes = Vec::with_capacity(work.events.len());
-        for event in &work.events {
-            let outcome = run(tx, &work.source, event, &raw).await;
-            outcomes.push(outcome.map_err(|error| Failed {
+    let raws: Vec<RawDelivery<'_>> = pending.iter().map(|&index| works[index].raw()).collect();
+    // (position in `pending`, event), in arrival order.
+    let events: Vec<(usize, &NormalisedEvent)> = pending
+        .iter()
+        .enumerate()
+        .flat_map(|(position, &index)| works[index].events.iter().map(move |e| (position, e)))
+        .collect();
+    let source = |position: usize| works[pending[position]].source.as_ref();
+    let mut outcomes: Vec<Vec<Outcome>> = pending
+        .iter()
+        .map(|&index| Vec::with_capacity(works[index].events.len()))
+        .collect();
+    let mut next = 0;
+    while next < events.len() {
+        let length = run_length(&events[next..], source);
+        if length >= RUN_MIN {
+            let run = &events[next..next + length];
+            let items: Vec<Item<'_>> = run
+                .iter()
+                .map(|&(position, event)| Item {
+                    source: source(position),
+                    event,
+                    raw: &raws[position],
+                })
+                .collect();
+            let decided = run_of_postings::decide(tx, &items)
+                .await
+                .map_err(|failed| Failed {
+                    at: failed.item.map(|item| run[item].0),
+                    error: failed.error,
+                })?;
+            for (&(position, _), outcome) in run.iter().zip(decided) {
+                outcomes[position].push(outcome);
+            }
+            next += length;
+        } else {
+            let (position, event) = events[next];
+            let outcome = run(tx, source(position), event, &raws[position]).await;
+            outcomes[position].push(outcome.map_err(|error| Failed {
                 at: Some(position),
                 error,
             })?);
+            next += 1;
         }
-        answers.push(outcomes);
     }
-    Ok(answers)
+    Ok(outcomes)
+}
+
+/// Shorter runs are decided alone: a run's seven statements cost more than
+/// one event's four.
+const RUN_MIN: usize = 2;
+
+/// How many of `events`, from the first, make one run: plain postings
+/// with no key twice (a redelivery of an event earlier in the run starts
+/// the next run, where it is a duplicate as one by one).
+fn run_length<'a>(
+    events: &[(usize, &NormalisedEvent)],
+    source: impl Fn(usize) -> &'a Source,
+) -> usize {
+    let mut keys = HashSet::new();
+    events
+        .iter()
+        .take_while(|&&(position, event)| {
+            let source = source(position);
+            run_of_postings::plain(source, event).is_some()
+                && keys.insert((source.scope.as_str(), event.event_id.as_str()))
+        })
+        .count()
+}
+
+/// Commits `deliveries` in order as the writer commits one group (split
+/// only where a delivery fails): an answer for each. What the tests hold
+/// to the same deliveries committed one by one.
+pub async fn commit_together(
+    store: &Store,
+    deliveries: &[(Arc<Source>, Vec<NormalisedEvent>, RawDelivery<'_>)],
+) -> Vec<Answer> {
+    let works = deliveries
+        .iter()
+        .map(|(source, events, raw)| Work::new(source, events, raw))
+        .collect();
+    commit_group(store.clone(), Arc::new(works)).await
 }

@@ -42,6 +42,7 @@ mod redelivery;
 pub(crate) mod release;
 mod replay;
 mod reverse;
+mod run_of_postings;
 pub(crate) mod settle;
 
 use chrono::{DateTime, Utc};
@@ -54,7 +55,7 @@ use outcome::Decided;
 use posted::Posted;
 
 pub use backlog::DrainSignal;
-pub use group_commit::GROUP_MAX;
+pub use group_commit::{GROUP_MAX, commit_together};
 pub use ingestor::{Ingestor, ingest_direct};
 pub use intent::{RawDelivery, sha256_hex};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};

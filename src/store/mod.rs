@@ -42,8 +42,8 @@ pub use rows::{
 };
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
-    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped, UnmatchedRow,
-    WriteTx, received_at_text,
+    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped, RowKey,
+    RunBalance, RunBalances, RunGuard, RunPosting, UnmatchedRow, WriteTx, received_at_text,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

@@ -33,6 +33,7 @@ mod replay_cli;
 mod replay_refusals;
 mod replay_rekey;
 mod samples;
+mod table_rows;
 mod thin_events;
 
 mod access;
@@ -64,6 +65,7 @@ mod failures;
 mod first_run;
 mod gap_skip;
 mod group_commit;
+mod group_decisions;
 mod health;
 mod held_queue;
 mod hostile;

@@ -60,23 +60,10 @@ async fn intent(store: &Store, event_id: &str, account: &str, amount: i64, seque
 /// The rows a posting wrote for `account`, without what names it (ids,
 /// the account, the event) or what a relay changes afterwards.
 async fn rows(app: &TestApp, table: &'static str, account: &str) -> Vec<Value> {
-    let texts = if app.database_url.starts_with("sqlite:") {
-        sqlite_rows(app, table, account).await
-    } else {
-        let pool = sqlx::PgPool::connect(&app.database_url).await.unwrap();
-        let sql =
-            format!("select row_to_json(t)::text from {table} t where account_id = $1 order by 1");
-        let texts: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(account)
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-        texts
-    };
+    let texts = crate::table_rows::table_json(app, table, Some(account)).await;
     let mut rows: Vec<Value> = texts
         .into_iter()
-        .map(|(text,)| {
-            let mut row: Value = serde_json::from_str(&text).unwrap();
+        .map(|mut row| {
             names_its_posting(&row, account);
             let object = row.as_object_mut().unwrap();
             for volatile in [
@@ -117,32 +104,6 @@ fn names_its_posting(row: &Value, account: &str) {
     if let Some(id) = row.get("account_id").and_then(Value::as_str) {
         assert_eq!(id, account, "{row}");
     }
-}
-
-/// SQLite has no `row_to_json`: the same JSON object, built from the
-/// table's own column list.
-async fn sqlite_rows(app: &TestApp, table: &'static str, account: &str) -> Vec<(String,)> {
-    let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
-    let columns: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select name from pragma_table_info('{table}')"
-    )))
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    assert!(columns.len() >= 5, "{table}: {columns:?}");
-    let pairs: Vec<String> = columns
-        .iter()
-        .map(|(name,)| format!("'{name}', \"{name}\""))
-        .collect();
-    let sql = format!(
-        "select json_object({}) from {table} where account_id = $1",
-        pairs.join(", ")
-    );
-    sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(account)
-        .fetch_all(&pool)
-        .await
-        .unwrap()
 }
 
 crate::both_backends!(both_ways_write_the_same_rows);

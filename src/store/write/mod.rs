@@ -69,6 +69,7 @@ mod payments;
 mod posting;
 mod redelivery;
 mod rewrite;
+mod run;
 mod scope;
 
 pub use audit::NewAudit;
@@ -83,6 +84,7 @@ pub(in crate::store) use posting::POST_PG;
 pub use posting::{NewLedgerEntry, NewPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use rewrite::ReplayedInto;
+pub use run::{RowKey, RunBalance, RunBalances, RunGuard, RunPosting};
 pub use scope::Rescoped;
 
 impl Store {

@@ -1,0 +1,398 @@
+//! Set-based primitives for a run of postings decided in memory
+//! (`ingest::run_of_postings`): each reads or writes the whole run in one
+//! statement, where an event decided alone takes one statement per event
+//! and table. A run longer than a statement may bind is written in chunks
+//! (SQLite binds at most 32,766 values, PostgreSQL 65,535).
+//!
+//! Locks, on PostgreSQL: the run's guard rows, then its balance rows, each
+//! set in one statement in key order (a multi-row `insert ... on conflict
+//! do update` locks its rows in the order of its `values`). Events decided
+//! alone lock one guard before one balance, so guards before balances, in
+//! key order within each, is one order for both and no two of them wait on
+//! each other in a cycle. Every value the run writes back was read under
+//! those locks, so the balances and guards written from memory are what an
+//! in-place update would have written. SQLite runs one writer at a time
+//! (`BEGIN IMMEDIATE`): nothing moves a row between the read and the write.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use sqlx::QueryBuilder;
+
+use super::posting::NewLedgerEntry;
+use super::{NewIntent, StoreError, TxConn, WriteTx};
+use crate::domain::{MessageType, SEQUENCE_FLOOR};
+
+/// Values bound by one statement at most: within both backends' limits.
+const MAX_BINDS: usize = 32_000;
+
+/// (source, account) of a sequence guard; (account, currency) of a balance.
+pub type RowKey = (String, String);
+
+/// A posting the run decided, with what its `ledger.posted` message
+/// copies from its intent.
+pub struct RunPosting<'a> {
+    pub entry: NewLedgerEntry<'a>,
+    pub occurred_at: Option<DateTime<Utc>>,
+}
+
+/// A balance row as the run leaves it: the value, the number of postings,
+/// and the time of the last one.
+pub struct RunBalance<'a> {
+    pub account_id: &'a str,
+    pub currency: &'a str,
+    pub balance_minor: i64,
+    pub postings: i64,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A guard as the run leaves it.
+pub struct RunGuard<'a> {
+    pub source: &'a str,
+    pub account_id: &'a str,
+    pub last_sequence: i64,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What the run read of its balances: (balance, postings) per existing
+/// row, and on PostgreSQL the rows the read created (at zero, to lock
+/// them), which must go again if the run posts nothing to them.
+#[derive(Default)]
+pub struct RunBalances {
+    pub rows: HashMap<RowKey, (i64, i64)>,
+    pub created: Vec<RowKey>,
+}
+
+const INTENT_COLUMNS: &str = "insert into intents (source, scope, event_id, event_type, status, \
+    reason, account_id, currency, amount_minor, object_id, event_sequence, occurred_at, \
+    deliveries, conflicts, payload_sha256, payload, first_received_at, last_received_at, \
+    payment_ref, reversal, reversal_total, undoes, partial, signature_headers, signed_at, \
+    signed_event_id, origin) ";
+const INTENT_BINDS: usize = 25;
+
+const LEDGER_COLUMNS: &str = "insert into ledger_entries (intent_id, source, event_id, \
+    account_id, currency, amount_minor, balance_after_minor, object_id, operator_applied, \
+    created_at, credits_payment, account_seq) ";
+const LEDGER_BINDS: usize = 12;
+
+const OUTBOX_COLUMNS: &str = "insert into outbox (destination, message_id, message_type, \
+    intent_id, source, event_id, event_status, account_id, currency, amount_minor, \
+    balance_after_minor, account_seq, object_id, occurred_at, posted_at, operator_applied, \
+    state, attempts, next_attempt_ms, created_at, ordered) ";
+const OUTBOX_BINDS: usize = 16;
+
+/// Rows of `binds` values each that fit one statement.
+fn per_statement(binds: usize) -> usize {
+    MAX_BINDS / binds
+}
+
+impl WriteTx {
+    /// Inserts each intent whose key (scope, event_id) is new, as
+    /// `INSERT_INTENT`'s insert path writes it; a key that exists is left
+    /// as it is (its redelivery is counted by the caller, as one by one).
+    /// The keys must be distinct. Returns the new intent id of each, or
+    /// `None` where the key existed.
+    pub async fn insert_new_intents(
+        &mut self,
+        intents: &[NewIntent<'_>],
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let mut ids: HashMap<(String, String), i64> = HashMap::with_capacity(intents.len());
+        for chunk in intents.chunks(per_statement(INTENT_BINDS)) {
+            let rows: Vec<(i64, String, String)> = on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(INTENT_COLUMNS);
+                query.push_values(chunk, |mut row, new| {
+                    row.push_bind(new.source)
+                        .push_bind(new.scope)
+                        .push_bind(new.event_id)
+                        .push_bind(new.event_type)
+                        .push_bind(new.status.as_str())
+                        .push_bind(new.reason)
+                        .push_bind(new.account_id)
+                        .push_bind(new.currency)
+                        .push_bind(new.amount_minor)
+                        .push_bind(new.object_id)
+                        .push_bind(new.sequence)
+                        .push_bind(new.occurred_at)
+                        .push("1")
+                        .push("0")
+                        .push_bind(new.payload_sha256)
+                        .push_bind(new.payload)
+                        .push_bind(new.received_at)
+                        .push_bind(new.received_at)
+                        .push_bind(new.payment_ref)
+                        .push_bind(new.reversal)
+                        .push_bind(new.reversal_total)
+                        .push_bind(new.undoes)
+                        .push_bind(new.partial)
+                        .push_bind(new.signature_headers)
+                        .push_bind(new.signed_at)
+                        .push_bind(new.signed_event_id)
+                        .push_bind(new.origin.as_str());
+                });
+                // Race-free as `INSERT_INTENT`: a concurrent insert of one
+                // key waits for the first transaction (PostgreSQL), then
+                // does nothing here and is counted as a redelivery.
+                query.push(
+                    " on conflict (scope, event_id) do nothing \
+                     returning intent_id, scope, event_id",
+                );
+                query.build_query_as().fetch_all(&mut *conn).await
+            })?;
+            ids.extend(
+                rows.into_iter()
+                    .map(|(id, scope, event_id)| ((scope, event_id), id)),
+            );
+        }
+        Ok(intents
+            .iter()
+            .map(|new| {
+                ids.get(&(new.scope.to_owned(), new.event_id.to_owned()))
+                    .copied()
+            })
+            .collect())
+    }
+
+    /// Locks the guards of `keys` (source, account, the time of the first
+    /// event that takes it), creating each missing one at the floor as
+    /// `LOCK_GUARD` does, in key order; returns each guard.
+    pub async fn lock_run_guards(
+        &mut self,
+        keys: &[(&str, &str, DateTime<Utc>)],
+    ) -> Result<HashMap<RowKey, i64>, StoreError> {
+        let mut sorted: BTreeMap<(&str, &str), DateTime<Utc>> = BTreeMap::new();
+        for &(source, account, now) in keys {
+            sorted.entry((source, account)).or_insert(now);
+        }
+        let sorted: Vec<_> = sorted.into_iter().collect();
+        let mut guards = HashMap::with_capacity(sorted.len());
+        for chunk in sorted.chunks(per_statement(4)) {
+            let rows: Vec<(String, String, i64)> = on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(
+                    "insert into sequence_guards (source, account_id, last_sequence, updated_at) ",
+                );
+                query.push_values(chunk, |mut row, ((source, account), now)| {
+                    row.push_bind(*source)
+                        .push_bind(*account)
+                        .push_bind(SEQUENCE_FLOOR)
+                        .push_bind(*now);
+                });
+                query.push(
+                    " on conflict (source, account_id) do update \
+                     set last_sequence = sequence_guards.last_sequence \
+                     returning source, account_id, last_sequence",
+                );
+                query.build_query_as().fetch_all(&mut *conn).await
+            })?;
+            guards.extend(
+                rows.into_iter()
+                    .map(|(source, account, guard)| ((source, account), guard)),
+            );
+        }
+        Ok(guards)
+    }
+
+    /// Reads (and on PostgreSQL locks, in key order) the balances of
+    /// `keys` (account, currency, the time of the first event that posts
+    /// to it).
+    pub async fn lock_run_balances(
+        &mut self,
+        keys: &[(&str, &str, DateTime<Utc>)],
+    ) -> Result<RunBalances, StoreError> {
+        let mut sorted: BTreeMap<(&str, &str), DateTime<Utc>> = BTreeMap::new();
+        for &(account, currency, now) in keys {
+            sorted.entry((account, currency)).or_insert(now);
+        }
+        let sorted: Vec<_> = sorted.into_iter().collect();
+        let mut read = RunBalances::default();
+        for chunk in sorted.chunks(per_statement(3)) {
+            let rows: Vec<(String, String, i64, i64, bool)> = match &mut self.conn {
+                // One writer: a plain read holds until commit.
+                TxConn::Sqlite(tx, _) => {
+                    let mut query = QueryBuilder::new(
+                        "select account_id, currency, balance_minor, postings, false \
+                         from balances where (account_id, currency) in (",
+                    );
+                    query.push_values(chunk, |mut row, ((account, currency), _)| {
+                        row.push_bind(*account).push_bind(*currency);
+                    });
+                    query.push(")");
+                    query.build_query_as().fetch_all(&mut **tx).await?
+                }
+                // Created at zero where missing, so that every row the run
+                // will write is locked now (a row another transaction
+                // inserted meanwhile would otherwise be overwritten);
+                // `xmax = 0` is true only of a row this statement inserted.
+                TxConn::Postgres(tx) => {
+                    let mut query = QueryBuilder::new(
+                        "insert into balances (account_id, currency, balance_minor, \
+                         updated_at, postings) ",
+                    );
+                    query.push_values(chunk, |mut row, ((account, currency), now)| {
+                        row.push_bind(*account)
+                            .push_bind(*currency)
+                            .push("0")
+                            .push_bind(*now)
+                            .push("0");
+                    });
+                    query.push(
+                        " on conflict (account_id, currency) do update \
+                         set balance_minor = balances.balance_minor \
+                         returning account_id, currency, balance_minor, postings, \
+                         (xmax = 0) as created",
+                    );
+                    query.build_query_as().fetch_all(&mut **tx).await?
+                }
+            };
+            for (account, currency, balance, postings, created) in rows {
+                if created {
+                    read.created.push((account, currency));
+                } else {
+                    read.rows.insert((account, currency), (balance, postings));
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    /// Writes what a run decided: its ledger entries, their `ledger.posted`
+    /// messages for each destination that takes them (as `POST_PG` and
+    /// `POST_SQLITE` write them), its balances and guards as it leaves
+    /// them (each row read under lock by this transaction), and removes
+    /// the balance rows `unposted` that the read created for nothing.
+    pub async fn write_run(
+        &mut self,
+        postings: &[RunPosting<'_>],
+        balances: &[RunBalance<'_>],
+        guards: &[RunGuard<'_>],
+        unposted: &[RowKey],
+    ) -> Result<(), StoreError> {
+        for chunk in postings.chunks(per_statement(LEDGER_BINDS)) {
+            on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(LEDGER_COLUMNS);
+                query.push_values(chunk, |mut row, posting| {
+                    let entry = &posting.entry;
+                    row.push_bind(entry.intent_id)
+                        .push_bind(entry.source)
+                        .push_bind(entry.event_id)
+                        .push_bind(entry.account_id)
+                        .push_bind(entry.currency)
+                        .push_bind(entry.amount_minor)
+                        .push_bind(entry.balance_after_minor)
+                        .push_bind(entry.object_id)
+                        .push_bind(entry.operator_applied)
+                        .push_bind(entry.created_at)
+                        .push_bind(entry.credits_payment)
+                        .push_bind(entry.account_seq);
+                });
+                query.build().execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        self.enqueue_run(postings).await?;
+        for chunk in balances.chunks(per_statement(5)) {
+            on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(
+                    "insert into balances (account_id, currency, balance_minor, updated_at, \
+                     postings) ",
+                );
+                query.push_values(chunk, |mut row, balance| {
+                    row.push_bind(balance.account_id)
+                        .push_bind(balance.currency)
+                        .push_bind(balance.balance_minor)
+                        .push_bind(balance.updated_at)
+                        .push_bind(balance.postings);
+                });
+                query.push(
+                    " on conflict (account_id, currency) do update \
+                     set balance_minor = excluded.balance_minor, \
+                     updated_at = excluded.updated_at, postings = excluded.postings",
+                );
+                query.build().execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        for chunk in guards.chunks(per_statement(4)) {
+            on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(
+                    "insert into sequence_guards (source, account_id, last_sequence, updated_at) ",
+                );
+                query.push_values(chunk, |mut row, guard| {
+                    row.push_bind(guard.source)
+                        .push_bind(guard.account_id)
+                        .push_bind(guard.last_sequence)
+                        .push_bind(guard.updated_at);
+                });
+                query.push(
+                    " on conflict (source, account_id) do update \
+                     set last_sequence = excluded.last_sequence, \
+                     updated_at = excluded.updated_at",
+                );
+                query.build().execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        for chunk in unposted.chunks(per_statement(2)) {
+            on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(
+                    "delete from balances where postings = 0 and (account_id, currency) in (",
+                );
+                query.push_values(chunk, |mut row, (account, currency)| {
+                    row.push_bind(account.as_str()).push_bind(currency.as_str());
+                });
+                query.push(")");
+                query.build().execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The run's `ledger.posted` messages: one per posting and destination
+    /// that takes them, `ordered` where the destination is.
+    async fn enqueue_run(&mut self, postings: &[RunPosting<'_>]) -> Result<(), StoreError> {
+        let posted = self.outbox().posted().clone();
+        if posted.names.is_empty() || postings.is_empty() {
+            return Ok(());
+        }
+        let messages: Vec<(&RunPosting<'_>, &String, String)> = postings
+            .iter()
+            .flat_map(|posting| {
+                let entry = &posting.entry;
+                let id = MessageType::LedgerPosted.message_id(entry.source, entry.event_id);
+                posted
+                    .names
+                    .iter()
+                    .map(move |destination| (posting, destination, id.clone()))
+            })
+            .collect();
+        for chunk in messages.chunks(per_statement(OUTBOX_BINDS)) {
+            on_tx!(self, conn => {
+                let mut query = QueryBuilder::new(OUTBOX_COLUMNS);
+                query.push_values(chunk, |mut row, (posting, destination, message_id)| {
+                    let entry = &posting.entry;
+                    row.push_bind(destination.as_str())
+                        .push_bind(message_id.as_str())
+                        .push("'ledger.posted'")
+                        .push_bind(entry.intent_id)
+                        .push_bind(entry.source)
+                        .push_bind(entry.event_id)
+                        .push("'applied'")
+                        .push_bind(entry.account_id)
+                        .push_bind(entry.currency)
+                        .push_bind(entry.amount_minor)
+                        .push_bind(entry.balance_after_minor)
+                        .push_bind(entry.account_seq)
+                        .push_bind(entry.object_id)
+                        .push_bind(posting.occurred_at)
+                        .push_bind(entry.created_at)
+                        .push_bind(entry.operator_applied)
+                        .push("'pending'")
+                        .push("0")
+                        .push("0")
+                        .push_bind(entry.created_at)
+                        .push_bind(posted.ordered.contains(destination));
+                });
+                query.push(" on conflict (intent_id, message_type, destination) do nothing");
+                query.build().execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        self.queued = true;
+        Ok(())
+    }
+}

@@ -1,7 +1,9 @@
-//! Group commit for SQLite. SQLite commits one transaction at a time and
-//! each commit waits for its fsync (`synchronous=FULL`): one delivery per
-//! transaction caps a file at a few thousand deliveries per second whatever
-//! the CPU. Here deliveries queue for one writer task, which takes every
+//! Group commit. SQLite commits one transaction at a time and each commit
+//! waits for its fsync (`synchronous=FULL`): one delivery per transaction
+//! caps a file at a few thousand deliveries per second whatever the CPU.
+//! PostgreSQL spends most of a one-event transaction's CPU on the
+//! statements and the commit themselves, not on the rows. So on both,
+//! deliveries queue for one writer task per process, which takes every
 //! delivery waiting (up to [`GROUP_MAX`]), runs them one after another in
 //! one transaction, commits once, and only then answers each with its own
 //! outcome. A delivery whose statement fails (a database error; a refused
@@ -26,7 +28,13 @@
 //! - a delivery's own error that is not transient (a constraint, a bug):
 //!   that delivery is answered with it, and the others run again together
 //!   without it; where the failing statement wrote a whole run (whose
-//!   delivery is not known), the group is split in halves until it is;
+//!   delivery is not known), the group is split in halves until it is,
+//!   and that delivery runs once more with each event decided alone
+//!   before it is answered with the error;
+//! - losing to another transaction (PostgreSQL: a deadlock or a
+//!   serialization failure it ended by aborting this one, or the
+//!   concurrent first delivery of one event from another instance): the
+//!   same deliveries run again, up to three times;
 //! - a transient error (the write turn or the pool timed out, SQLite busy
 //!   because of another process, an I/O error at commit): every delivery
 //!   of the group is answered 503 at once, never re-run one by one (each
@@ -52,6 +60,10 @@ use crate::store::{Store, StoreError, WriteTx};
 /// Deliveries committed together at most; bounds one transaction's work
 /// (and so how long an operator action may wait for its turn).
 pub const GROUP_MAX: usize = 128;
+
+/// How often one set of deliveries runs again after losing to another
+/// transaction, before its deliveries are answered with the error.
+const LOST_RERUNS: usize = 3;
 
 /// Deliveries that may wait for the writer; beyond them a request waits to
 /// queue (its deadline still applies).
@@ -188,8 +200,24 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
     let mut parts: VecDeque<Vec<usize>> = VecDeque::from([(0..works.len()).collect()]);
     while let Some(mut pending) = parts.pop_front() {
+        let mut lost = 0;
+        let mut runs = true;
         while !pending.is_empty() {
-            match run_together(&store, &works, &pending).await {
+            match run_together(&store, &works, &pending, runs).await {
+                // Another transaction won (PostgreSQL: another instance's
+                // group, an operator, a reconcile run): it has committed
+                // or gone on, so the same deliveries run again, and wait
+                // for it this time. A few times at most.
+                Err(Failed { error, .. })
+                    if lost < LOST_RERUNS
+                        && (error.lost_first_delivery_race()
+                            || error.lost_to_another_transaction()) =>
+                {
+                    lost += 1;
+                    tracing::debug!(
+                        "a group lost to another transaction, running it again: {error}"
+                    );
+                }
                 Ok(outcomes) => {
                     for (&index, outcomes) in pending.iter().zip(outcomes) {
                         answers[index] = Some(Ok(outcomes));
@@ -205,6 +233,12 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
                 Err(Failed { at: None, error }) if !error.is_transient() && pending.len() > 1 => {
                     tracing::debug!("a group's set-based statement failed, splitting it: {error}");
                     parts.push_front(pending.split_off(pending.len() / 2));
+                }
+                Err(Failed { at: None, error }) if !error.is_transient() && runs => {
+                    // The one delivery again with every event decided
+                    // alone, the statements it would run by itself.
+                    tracing::debug!("a delivery's run failed, deciding its events alone: {error}");
+                    runs = false;
                 }
                 Err(Failed { at: None, error }) if !error.is_transient() => {
                     answers[pending.remove(0)] = Some(Err(error));
@@ -226,7 +260,7 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
 }
 
 async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
-    match run_together(&store, &works, &[index]).await {
+    match run_together(&store, &works, &[index], false).await {
         Ok(mut outcomes) => Ok(outcomes.pop().unwrap_or_default()),
         Err(failed) => Err(failed.error),
     }
@@ -234,15 +268,17 @@ async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer
 
 /// Runs the deliveries `pending` (indexes into `works`) in one transaction
 /// and commits it: the outcomes of each, or why not, and then nothing was
-/// kept.
+/// kept. Without `runs`, every event is decided alone.
 async fn run_together(
     store: &Store,
     works: &[Work],
     pending: &[usize],
+    runs: bool,
 ) -> Result<Vec<Vec<Outcome>>, Failed> {
     let whole = |error| Failed { at: None, error };
     let mut tx = store.begin().await.map_err(whole)?;
-    match run_all(&mut tx, works, pending).await {
+    let run_min = if runs { RUN_MIN } else { usize::MAX };
+    match run_all(&mut tx, works, pending, run_min).await {
         Ok(outcomes) => {
             tx.commit().await.map_err(whole)?;
             Ok(outcomes)
@@ -261,6 +297,7 @@ async fn run_all(
     tx: &mut WriteTx,
     works: &[Work],
     pending: &[usize],
+    run_min: usize,
 ) -> Result<Vec<Vec<Outcome>>, Failed> {
     let raws: Vec<RawDelivery<'_>> = pending.iter().map(|&index| works[index].raw()).collect();
     // (position in `pending`, event), in arrival order.
@@ -277,7 +314,7 @@ async fn run_all(
     let mut next = 0;
     while next < events.len() {
         let length = run_length(&events[next..], source);
-        if length >= RUN_MIN {
+        if length >= run_min {
             let run = &events[next..next + length];
             let items: Vec<Item<'_>> = run
                 .iter()

@@ -1,9 +1,7 @@
-//! Where deliveries are stored: PostgreSQL runs each delivery in its own
-//! transaction, in parallel (each commit's WAL flush is already shared by
-//! the server's own group commit); SQLite runs them through the
-//! group-committing writer ([`super::group_commit`]). On both, a
-//! redelivery of an event recently stored here is counted in a batch
-//! instead ([`super::redelivery`]).
+//! Where deliveries are stored: through the group-committing writer
+//! ([`super::group_commit`]), on both backends. A redelivery of an event
+//! recently stored here is counted in a batch instead
+//! ([`super::redelivery`]).
 
 use std::sync::Arc;
 
@@ -16,29 +14,21 @@ use crate::domain::NormalisedEvent;
 use crate::source::Source;
 use crate::store::{Store, StoreError};
 
-/// Where deliveries are stored: directly, one transaction each
-/// (PostgreSQL), or through SQLite's group-committing writer; and the
-/// cheap path for redeliveries of events recently stored here.
+/// Where deliveries are stored: the group-committing writer; and the cheap
+/// path for redeliveries of events recently stored here.
 #[derive(Debug, Clone)]
 pub struct Ingestor {
-    store: Store,
-    /// SQLite's writer; none on PostgreSQL.
-    writer: Option<mpsc::Sender<Job>>,
+    writer: mpsc::Sender<Job>,
     recent: Arc<Recent>,
     recounter: Recounter,
 }
 
 impl Ingestor {
-    /// Starts the redelivery counter and, for SQLite, the writer task (each
-    /// ends when every clone of the returned ingestor is dropped).
+    /// Starts the redelivery counter and the writer task (each ends when
+    /// every clone of the returned ingestor is dropped).
     pub fn new(store: &Store) -> Self {
-        let writer = match store {
-            Store::Sqlite(..) => Some(group_commit::spawn(store)),
-            Store::Postgres(..) => None,
-        };
         Ingestor {
-            store: store.clone(),
-            writer,
+            writer: group_commit::spawn(store),
             recent: Arc::default(),
             recounter: Recounter::spawn(store.clone()),
         }
@@ -56,16 +46,14 @@ impl Ingestor {
         if let Some(outcome) = recounted.await {
             return Ok(vec![outcome]);
         }
-        let outcomes = match &self.writer {
-            None => ingest_direct(&self.store, source, events, raw).await?,
-            Some(jobs) => group_commit::submit(jobs, source, events, raw).await?,
-        };
+        let outcomes = group_commit::submit(&self.writer, source, events, raw).await?;
         redelivery::remember(&self.recent, source, events, raw, &outcomes);
         Ok(outcomes)
     }
 }
 
-/// One transaction for the delivery.
+/// One transaction for the delivery, outside the writer (a reconcile run's
+/// events).
 pub async fn ingest_direct(
     store: &Store,
     source: &Source,

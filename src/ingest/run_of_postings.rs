@@ -16,7 +16,8 @@
 //! `negative_balance`, out of range) is not made here: the writes decided
 //! so far are flushed, that event is decided alone by `decide_new` (its
 //! intent already written, as alone), and the run goes on from what that
-//! left, read again. A redelivery of a stored event is counted alone;
+//! left: its own guard and balance, the only rows a plain posting decided
+//! alone moves, read again. A redelivery of a stored event is counted alone;
 //! plain postings change no other intent, so where in the run it is
 //! counted changes nothing. A redelivery of an event earlier in the same
 //! run cannot happen: the caller ends a run before a key it already holds.
@@ -100,7 +101,6 @@ pub(super) async fn decide(
         }
     }
     let mut state = State::read(tx, &new).await.map_err(whole)?;
-    let created = std::mem::take(&mut state.created);
     let mut posted = HashSet::new();
     let mut next = 0;
     while next < new.len() {
@@ -127,10 +127,12 @@ pub(super) async fn decide(
         .map_err(alone(one.index))?;
         outcomes[one.index] = Some(outcome(one.item.event, decided));
         next = at + 1;
-        // What it did (a late credit applied, or nothing), read back.
-        state = State::read(tx, &new[next..]).await.map_err(whole)?;
+        // What it did (a late credit applied, or nothing) to its own guard
+        // and balance, the only rows such an event moves, read back.
+        state.reread(tx, one).await.map_err(whole)?;
     }
-    let unposted: Vec<RowKey> = created
+    let unposted: Vec<RowKey> = state
+        .created
         .into_iter()
         .filter(|key| !posted.contains(key))
         .collect();
@@ -223,6 +225,19 @@ impl State {
             balances: balances.rows,
             created: balances.created,
         })
+    }
+
+    /// Reads again the guard and balance of `one`, which was decided alone.
+    async fn reread(&mut self, tx: &mut WriteTx, one: &Run<'_, '_>) -> Result<(), StoreError> {
+        let again = State::read(tx, std::slice::from_ref(one)).await?;
+        self.guards.extend(again.guards);
+        self.created.extend(again.created);
+        let key = one.balance_key();
+        match again.balances.get(&key) {
+            Some(&row) => self.balances.insert(key, row),
+            None => self.balances.remove(&key),
+        };
+        Ok(())
     }
 
     /// Applies `one` in memory as `high_water` and `settle` would, adding

@@ -38,6 +38,16 @@ impl StoreError {
         }
     }
 
+    /// PostgreSQL chose this transaction to end a deadlock (40P01) or a
+    /// serialization conflict (40001): the other transaction goes on, and
+    /// this one, run again, waits for it instead.
+    pub fn lost_to_another_transaction(&self) -> bool {
+        let StoreError::Unavailable(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        matches!(db.code().as_deref(), Some("40P01" | "40001"))
+    }
+
     /// PostgreSQL: this delivery lost a race with a concurrent first
     /// delivery of the same event. The intent insert's `on conflict`
     /// handles conflicts on its arbiter, the (scope, event_id) key, only;

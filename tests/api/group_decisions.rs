@@ -10,6 +10,7 @@
 //! before its payment (unmatched, released by the credit) and after it,
 //! a refund larger than the payment, batches, events with no effect.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -204,7 +205,9 @@ impl Plan {
 
     /// Adds one delivery.
     fn add(&mut self) {
-        let received_at = self.start + Duration::seconds(self.planned.len() as i64);
+        // Not in arrival order: a run must keep each row's last time, not
+        // its latest.
+        let received_at = self.start + Duration::seconds(self.rng.below(3_600) as i64);
         let roll = self.rng.below(100);
         if roll < 12 && !self.planned.is_empty() {
             // A redelivery; a third of them with another body.
@@ -297,38 +300,42 @@ fn config_text() -> String {
     )
 }
 
-/// Each table's rows as JSON, without the ids the databases number (and
-/// the columns that hold them), in a stable order.
+/// Each table's rows as JSON, in the order the database numbered them
+/// (tables with no number of their own: by content), each number replaced
+/// by what it names (an intent by its key, a payment by its reference): the
+/// two databases may number differently, never in another order.
 async fn tables(app: &TestApp) -> Vec<(&'static str, Vec<Value>)> {
+    let mut names = HashMap::new();
     let mut all = Vec::new();
-    for table in [
-        "intents",
-        "ledger_entries",
-        "balances",
-        "sequence_guards",
-        "payments",
-        "outbox",
+    for (table, id, named_as) in [
+        ("intents", "intent_id", ["scope", "event_id"]),
+        ("payments", "payment_id", ["scope", "payment_ref"]),
+        ("ledger_entries", "entry_id", ["", ""]),
+        ("outbox", "outbox_id", ["", ""]),
+        ("balances", "", ["", ""]),
+        ("sequence_guards", "", ["", ""]),
     ] {
-        let mut rows: Vec<Value> = crate::table_rows::table_json(app, table, None)
-            .await
-            .into_iter()
-            .map(|mut row| {
-                let object = row.as_object_mut().unwrap();
-                for id in [
-                    "intent_id",
-                    "entry_id",
-                    "outbox_id",
-                    "payment_id",
-                    "credits_payment",
-                    "credited_by",
-                    "replayed_into",
-                ] {
-                    object.remove(id);
+        let mut rows = crate::table_rows::table_json(app, table, None).await;
+        rows.sort_by_key(|row| (row[id].as_i64(), row.to_string()));
+        for row in &mut rows {
+            let object = row.as_object_mut().unwrap();
+            let number = object.remove(id).and_then(|n| n.as_i64());
+            if let Some(number) = number.filter(|_| !named_as[0].is_empty()) {
+                let name = format!("{}/{}", object[named_as[0]], object[named_as[1]]);
+                names.insert((table, number), name);
+            }
+            for (column, names_a) in [
+                ("intent_id", "intents"),
+                ("credited_by", "intents"),
+                ("replayed_into", "intents"),
+                ("credits_payment", "payments"),
+            ] {
+                if let Some(number) = object.get(column).and_then(Value::as_i64) {
+                    let name = names.get(&(names_a, number)).cloned();
+                    object.insert(column.to_owned(), Value::from(name));
                 }
-                row
-            })
-            .collect();
-        rows.sort_by_key(Value::to_string);
+            }
+        }
         all.push((table, rows));
     }
     all

@@ -18,10 +18,14 @@
 //! holds only an intent's lock (a dismiss, a redelivery) waits for anything
 //! else; a batch of redelivery counts (`redelivery`) locks many intents but
 //! only rows no one holds, so it never waits. So two single-event deliveries never wait on each other in a cycle.
-//! A batch (Adyen) is several events in one transaction, each taking its
-//! locks in this order after the previous one's: two batches naming the same
-//! accounts in opposite orders can deadlock; PostgreSQL then aborts one
-//! (40P01, a transient error: 503), which the provider retries whole.
+//! A batch (Adyen), and a group of deliveries committed together
+//! (`ingest::group_commit`), is several events in one transaction, each
+//! taking its locks in this order after the previous one's (a run of plain
+//! postings takes its guards, then its balances, each set in key order:
+//! `run`): two such transactions naming the same accounts or events in
+//! opposite orders (two instances' groups) can deadlock; PostgreSQL then
+//! aborts one (40P01), which the group writer runs again (a batch delivered
+//! alone is answered 503 and the provider retries it whole).
 
 use sqlx::{Postgres, Sqlite, Transaction};
 

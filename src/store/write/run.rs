@@ -4,15 +4,16 @@
 //! and table. A run longer than a statement may bind is written in chunks
 //! (SQLite binds at most 32,766 values, PostgreSQL 65,535).
 //!
-//! Locks, on PostgreSQL: the run's guard rows, then its balance rows, each
-//! set in one statement in key order (a multi-row `insert ... on conflict
-//! do update` locks its rows in the order of its `values`). Events decided
-//! alone lock one guard before one balance, so guards before balances, in
-//! key order within each, is one order for both and no two of them wait on
-//! each other in a cycle. Every value the run writes back was read under
-//! those locks, so the balances and guards written from memory are what an
-//! in-place update would have written. SQLite runs one writer at a time
-//! (`BEGIN IMMEDIATE`): nothing moves a row between the read and the write.
+//! Locks, on PostgreSQL: the run's new intents (in arrival order), then
+//! its guard rows, then its balance rows, each set in one statement in key
+//! order (a multi-row `insert ... on conflict do update` locks its rows in
+//! the order of its `values`). Every value the run writes back was read
+//! under those locks (a missing balance row is created at zero to lock
+//! it), so the balances and guards written from memory are what in-place
+//! updates would have written. The transaction around the run (a group)
+//! may hold other rows already, so two groups can still deadlock: see the
+//! lock order in `write`. SQLite runs one writer at a time (`BEGIN
+//! IMMEDIATE`): nothing moves a row between the read and the write.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -136,7 +137,7 @@ impl WriteTx {
                     " on conflict (scope, event_id) do nothing \
                      returning intent_id, scope, event_id",
                 );
-                query.build_query_as().fetch_all(&mut *conn).await
+                query.build_query_as().persistent(false).fetch_all(&mut *conn).await
             })?;
             ids.extend(
                 rows.into_iter()
@@ -181,7 +182,7 @@ impl WriteTx {
                      set last_sequence = sequence_guards.last_sequence \
                      returning source, account_id, last_sequence",
                 );
-                query.build_query_as().fetch_all(&mut *conn).await
+                query.build_query_as().persistent(false).fetch_all(&mut *conn).await
             })?;
             guards.extend(
                 rows.into_iter()
@@ -216,7 +217,11 @@ impl WriteTx {
                         row.push_bind(*account).push_bind(*currency);
                     });
                     query.push(")");
-                    query.build_query_as().fetch_all(&mut **tx).await?
+                    query
+                        .build_query_as()
+                        .persistent(false)
+                        .fetch_all(&mut **tx)
+                        .await?
                 }
                 // Created at zero where missing, so that every row the run
                 // will write is locked now (a row another transaction
@@ -240,7 +245,11 @@ impl WriteTx {
                          returning account_id, currency, balance_minor, postings, \
                          (xmax = 0) as created",
                     );
-                    query.build_query_as().fetch_all(&mut **tx).await?
+                    query
+                        .build_query_as()
+                        .persistent(false)
+                        .fetch_all(&mut **tx)
+                        .await?
                 }
             };
             for (account, currency, balance, postings, created) in rows {
@@ -284,7 +293,7 @@ impl WriteTx {
                         .push_bind(entry.credits_payment)
                         .push_bind(entry.account_seq);
                 });
-                query.build().execute(&mut *conn).await.map(drop)
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
         self.enqueue_run(postings).await?;
@@ -306,7 +315,7 @@ impl WriteTx {
                      set balance_minor = excluded.balance_minor, \
                      updated_at = excluded.updated_at, postings = excluded.postings",
                 );
-                query.build().execute(&mut *conn).await.map(drop)
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
         for chunk in guards.chunks(per_statement(4)) {
@@ -325,7 +334,7 @@ impl WriteTx {
                      set last_sequence = excluded.last_sequence, \
                      updated_at = excluded.updated_at",
                 );
-                query.build().execute(&mut *conn).await.map(drop)
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
         for chunk in unposted.chunks(per_statement(2)) {
@@ -337,7 +346,7 @@ impl WriteTx {
                     row.push_bind(account.as_str()).push_bind(currency.as_str());
                 });
                 query.push(")");
-                query.build().execute(&mut *conn).await.map(drop)
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
         Ok(())
@@ -389,7 +398,7 @@ impl WriteTx {
                         .push_bind(posted.ordered.contains(destination));
                 });
                 query.push(" on conflict (intent_id, message_type, destination) do nothing");
-                query.build().execute(&mut *conn).await.map(drop)
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
         self.queued = true;

@@ -348,9 +348,9 @@ async fn a_group_decides_as_one_by_one(backend: Backend) {
     let alone = TestApp::spawn_with(backend, options_again(&options)).await;
     let sources = sources(&together, &options);
     let mut seen = Vec::new();
-    for seed in 1..=5u64 {
+    for seed in 1..=4u64 {
         let mut plan = Plan::new(seed * 7919);
-        for _ in 0..100 {
+        for _ in 0..80 {
             plan.add();
         }
         let digests: Vec<String> = plan.planned.iter().map(|p| sha256_hex(&p.body)).collect();

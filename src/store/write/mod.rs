@@ -74,6 +74,7 @@ mod posting;
 mod redelivery;
 mod rewrite;
 mod run;
+mod run_pg;
 mod scope;
 
 pub use audit::NewAudit;

@@ -21,6 +21,7 @@ use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
 use super::posting::NewLedgerEntry;
+use super::run_pg;
 use super::{NewIntent, StoreError, TxConn, WriteTx};
 use crate::domain::{MessageType, SEQUENCE_FLOOR};
 
@@ -98,7 +99,18 @@ impl WriteTx {
         intents: &[NewIntent<'_>],
     ) -> Result<Vec<Option<i64>>, StoreError> {
         let mut ids: HashMap<(String, String), i64> = HashMap::with_capacity(intents.len());
-        for chunk in intents.chunks(per_statement(INTENT_BINDS)) {
+        if let TxConn::Postgres(tx) = &mut self.conn {
+            let rows = run_pg::insert_intents(tx, intents).await?;
+            ids.extend(
+                rows.into_iter()
+                    .map(|(id, scope, event_id)| ((scope, event_id), id)),
+            );
+        }
+        let sqlite = matches!(self.conn, TxConn::Sqlite(..));
+        for chunk in intents
+            .chunks(per_statement(INTENT_BINDS))
+            .filter(|_| sqlite)
+        {
             let rows: Vec<(i64, String, String)> = on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(INTENT_COLUMNS);
                 query.push_values(chunk, |mut row, new| {
@@ -275,7 +287,14 @@ impl WriteTx {
         guards: &[RunGuard<'_>],
         unposted: &[RowKey],
     ) -> Result<(), StoreError> {
-        for chunk in postings.chunks(per_statement(LEDGER_BINDS)) {
+        if let TxConn::Postgres(tx) = &mut self.conn {
+            run_pg::insert_postings(tx, postings, None).await?;
+        }
+        let sqlite = matches!(self.conn, TxConn::Sqlite(..));
+        for chunk in postings
+            .chunks(per_statement(LEDGER_BINDS))
+            .filter(|_| sqlite)
+        {
             on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(LEDGER_COLUMNS);
                 query.push_values(chunk, |mut row, posting| {
@@ -357,6 +376,12 @@ impl WriteTx {
     async fn enqueue_run(&mut self, postings: &[RunPosting<'_>]) -> Result<(), StoreError> {
         let posted = self.outbox().posted().clone();
         if posted.names.is_empty() || postings.is_empty() {
+            return Ok(());
+        }
+        if let TxConn::Postgres(tx) = &mut self.conn {
+            let destinations = (posted.names.as_slice(), posted.ordered.as_slice());
+            run_pg::insert_postings(tx, postings, Some(destinations)).await?;
+            self.queued = true;
             return Ok(());
         }
         let messages: Vec<(&RunPosting<'_>, &String, String)> = postings

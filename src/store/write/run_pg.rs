@@ -1,0 +1,142 @@
+//! PostgreSQL's texts for the largest of a run's statements (`run`): one
+//! text however long the run, each column bound as one array and unnested
+//! back into rows in order, so the statement is prepared once per
+//! connection instead of parsed and planned for every run (a multi-row
+//! `values` of 60 intents is some 1,600 expressions). They write the same
+//! rows as `run`'s multi-row texts, which SQLite runs.
+
+use sqlx::PgConnection;
+
+use super::NewIntent;
+use super::run::RunPosting;
+use crate::domain::MessageType;
+
+/// `INSERT_INTENT`'s insert path for many rows; a key that exists is left
+/// as it is. Race-free as `INSERT_INTENT`: a concurrent insert of one key
+/// waits for the first transaction, then does nothing here.
+const INSERT_INTENTS: &str = "
+insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
+    amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
+    payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
+    reversal_total, undoes, partial, signature_headers, signed_at, signed_event_id, origin)
+select source, scope, event_id, event_type, status, reason, account_id, currency,
+    amount_minor, object_id, event_sequence, occurred_at, 1, 0,
+    payload_sha256, payload, received_at, received_at, payment_ref, reversal,
+    reversal_total, undoes, partial, signature_headers, signed_at, signed_event_id, origin
+from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+    $7::text[], $8::text[], $9::int8[], $10::text[], $11::int8[], $12::timestamptz[],
+    $13::text[], $14::bytea[], $15::timestamptz[], $16::text[], $17::text[], $18::int8[],
+    $19::text[], $20::bool[], $21::text[], $22::int8[], $23::text[], $24::text[])
+    as t(source, scope, event_id, event_type, status, reason, account_id, currency,
+        amount_minor, object_id, event_sequence, occurred_at, payload_sha256, payload,
+        received_at, payment_ref, reversal, reversal_total, undoes, partial,
+        signature_headers, signed_at, signed_event_id, origin)
+on conflict (scope, event_id) do nothing
+returning intent_id, scope, event_id";
+
+const INSERT_LEDGER_ENTRIES: &str = "
+insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
+    balance_after_minor, object_id, operator_applied, created_at, credits_payment, account_seq)
+select * from unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[],
+    $7::int8[], $8::text[], $9::bool[], $10::timestamptz[], $11::int8[], $12::int8[])";
+
+/// The messages of the entries in `$1`-`$12` (as `INSERT_LEDGER_ENTRIES`
+/// binds them) with their message ids and times, one per destination in
+/// `$15`, `ordered` for those in `$16`, in entry order then destination
+/// order, as `POST_PG` writes them one posting at a time.
+const INSERT_MESSAGES: &str = "
+insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
+    event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
+    object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
+    created_at, ordered)
+select d.destination, e.message_id, 'ledger.posted', e.intent_id, e.source, e.event_id,
+    'applied', e.account_id, e.currency, e.amount_minor, e.balance_after_minor,
+    e.account_seq, e.object_id, e.occurred_at, e.created_at, e.operator_applied, 'pending',
+    0, 0, e.created_at, d.destination = any($16::text[])
+from unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[],
+    $7::int8[], $8::text[], $9::bool[], $10::timestamptz[], $11::int8[], $12::int8[],
+    $13::text[], $14::timestamptz[])
+    with ordinality as e(intent_id, source, event_id, account_id, currency, amount_minor,
+        balance_after_minor, object_id, operator_applied, created_at, credits_payment,
+        account_seq, message_id, occurred_at, n)
+cross join unnest($15::text[]) with ordinality as d(destination, m)
+order by e.n, d.m
+on conflict (intent_id, message_type, destination) do nothing";
+
+pub(super) async fn insert_intents(
+    conn: &mut PgConnection,
+    intents: &[NewIntent<'_>],
+) -> Result<Vec<(i64, String, String)>, sqlx::Error> {
+    sqlx::query_as(INSERT_INTENTS)
+        .bind(column(intents, |i| i.source))
+        .bind(column(intents, |i| i.scope))
+        .bind(column(intents, |i| i.event_id))
+        .bind(column(intents, |i| i.event_type))
+        .bind(column(intents, |i| i.status.as_str()))
+        .bind(column(intents, |i| i.reason))
+        .bind(column(intents, |i| i.account_id))
+        .bind(column(intents, |i| i.currency))
+        .bind(column(intents, |i| i.amount_minor))
+        .bind(column(intents, |i| i.object_id))
+        .bind(column(intents, |i| i.sequence))
+        .bind(column(intents, |i| i.occurred_at))
+        .bind(column(intents, |i| i.payload_sha256))
+        .bind(column(intents, |i| i.payload))
+        .bind(column(intents, |i| i.received_at))
+        .bind(column(intents, |i| i.payment_ref))
+        .bind(column(intents, |i| i.reversal))
+        .bind(column(intents, |i| i.reversal_total))
+        .bind(column(intents, |i| i.undoes))
+        .bind(column(intents, |i| i.partial))
+        .bind(column(intents, |i| i.signature_headers))
+        .bind(column(intents, |i| i.signed_at))
+        .bind(column(intents, |i| i.signed_event_id))
+        .bind(column(intents, |i| i.origin.as_str()))
+        .fetch_all(conn)
+        .await
+}
+
+/// The ledger entries of `postings`; or, with `destinations` (the names,
+/// and those ordered), their messages.
+pub(super) async fn insert_postings(
+    conn: &mut PgConnection,
+    postings: &[RunPosting<'_>],
+    destinations: Option<(&[String], &[String])>,
+) -> Result<(), sqlx::Error> {
+    let text = match destinations {
+        None => INSERT_LEDGER_ENTRIES,
+        Some(_) => INSERT_MESSAGES,
+    };
+    let query = sqlx::query(text)
+        .bind(column(postings, |p| p.entry.intent_id))
+        .bind(column(postings, |p| p.entry.source))
+        .bind(column(postings, |p| p.entry.event_id))
+        .bind(column(postings, |p| p.entry.account_id))
+        .bind(column(postings, |p| p.entry.currency))
+        .bind(column(postings, |p| p.entry.amount_minor))
+        .bind(column(postings, |p| p.entry.balance_after_minor))
+        .bind(column(postings, |p| p.entry.object_id))
+        .bind(column(postings, |p| p.entry.operator_applied))
+        .bind(column(postings, |p| p.entry.created_at))
+        .bind(column(postings, |p| p.entry.credits_payment))
+        .bind(column(postings, |p| p.entry.account_seq));
+    let query = match destinations {
+        None => query,
+        Some((names, ordered)) => query
+            .bind(
+                postings
+                    .iter()
+                    .map(|p| MessageType::LedgerPosted.message_id(p.entry.source, p.entry.event_id))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(column(postings, |p| p.occurred_at))
+            .bind(names)
+            .bind(ordered),
+    };
+    query.execute(conn).await.map(drop)
+}
+
+/// One column of `rows`, as the array it is bound as.
+fn column<'a, T, V>(rows: &'a [T], value: impl Fn(&'a T) -> V) -> Vec<V> {
+    rows.iter().map(value).collect()
+}

@@ -86,10 +86,10 @@ pub use ordering::Parked;
 pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
 pub(in crate::store) use posting::POST_PG;
-pub use posting::{NewLedgerEntry, NewPosting};
+pub use posting::{NewLedgerEntry, NewPosting, RunPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use rewrite::ReplayedInto;
-pub use run::{RowKey, RunBalance, RunBalances, RunGuard, RunPosting};
+pub use run::{RowKey, RunBalance, RunBalances, RunGuard};
 pub use scope::Rescoped;
 
 impl Store {

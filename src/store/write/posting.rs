@@ -31,6 +31,13 @@ pub struct NewLedgerEntry<'a> {
     pub created_at: DateTime<Utc>,
 }
 
+/// A posting a run of postings decided in memory (`run`), with what its
+/// `ledger.posted` message copies from its intent.
+pub struct RunPosting<'a> {
+    pub entry: NewLedgerEntry<'a>,
+    pub occurred_at: Option<DateTime<Utc>>,
+}
+
 /// A plain insert: a second entry for one (source, event_id), or a second
 /// entry crediting one payment whole, violates a unique key and fails the
 /// whole transaction rather than post twice.

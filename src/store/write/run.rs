@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
-use super::posting::NewLedgerEntry;
+use super::posting::RunPosting;
 use super::run_pg;
 use super::{NewIntent, StoreError, TxConn, WriteTx};
 use crate::domain::{MessageType, SEQUENCE_FLOOR};
@@ -30,13 +30,6 @@ const MAX_BINDS: usize = 32_000;
 
 /// (source, account) of a sequence guard; (account, currency) of a balance.
 pub type RowKey = (String, String);
-
-/// A posting the run decided, with what its `ledger.posted` message
-/// copies from its intent.
-pub struct RunPosting<'a> {
-    pub entry: NewLedgerEntry<'a>,
-    pub occurred_at: Option<DateTime<Utc>>,
-}
 
 /// A balance row as the run leaves it: the value, the number of postings,
 /// and the time of the last one.
@@ -83,6 +76,24 @@ const OUTBOX_COLUMNS: &str = "insert into outbox (destination, message_id, messa
     state, attempts, next_attempt_ms, created_at, ordered) ";
 const OUTBOX_BINDS: usize = 16;
 
+/// Each key once, in key order (the lock order), with the time of the
+/// first event that takes it.
+fn in_key_order<'a>(
+    keys: &[(&'a str, &'a str, DateTime<Utc>)],
+) -> Vec<((&'a str, &'a str), DateTime<Utc>)> {
+    let mut sorted = BTreeMap::new();
+    for &(first, second, now) in keys {
+        sorted.entry((first, second)).or_insert(now);
+    }
+    sorted.into_iter().collect()
+}
+
+/// New intents' ids by their key.
+fn by_key(rows: Vec<(i64, String, String)>) -> impl Iterator<Item = ((String, String), i64)> {
+    rows.into_iter()
+        .map(|(id, scope, event_id)| ((scope, event_id), id))
+}
+
 /// Rows of `binds` values each that fit one statement.
 fn per_statement(binds: usize) -> usize {
     MAX_BINDS / binds
@@ -100,11 +111,7 @@ impl WriteTx {
     ) -> Result<Vec<Option<i64>>, StoreError> {
         let mut ids: HashMap<(String, String), i64> = HashMap::with_capacity(intents.len());
         if let TxConn::Postgres(tx) = &mut self.conn {
-            let rows = run_pg::insert_intents(tx, intents).await?;
-            ids.extend(
-                rows.into_iter()
-                    .map(|(id, scope, event_id)| ((scope, event_id), id)),
-            );
+            ids.extend(by_key(run_pg::insert_intents(tx, intents).await?));
         }
         let sqlite = matches!(self.conn, TxConn::Sqlite(..));
         for chunk in intents
@@ -151,10 +158,7 @@ impl WriteTx {
                 );
                 query.build_query_as().persistent(false).fetch_all(&mut *conn).await
             })?;
-            ids.extend(
-                rows.into_iter()
-                    .map(|(id, scope, event_id)| ((scope, event_id), id)),
-            );
+            ids.extend(by_key(rows));
         }
         Ok(intents
             .iter()
@@ -172,11 +176,7 @@ impl WriteTx {
         &mut self,
         keys: &[(&str, &str, DateTime<Utc>)],
     ) -> Result<HashMap<RowKey, i64>, StoreError> {
-        let mut sorted: BTreeMap<(&str, &str), DateTime<Utc>> = BTreeMap::new();
-        for &(source, account, now) in keys {
-            sorted.entry((source, account)).or_insert(now);
-        }
-        let sorted: Vec<_> = sorted.into_iter().collect();
+        let sorted = in_key_order(keys);
         let mut guards = HashMap::with_capacity(sorted.len());
         for chunk in sorted.chunks(per_statement(4)) {
             let rows: Vec<(String, String, i64)> = on_tx!(self, conn => {
@@ -211,11 +211,7 @@ impl WriteTx {
         &mut self,
         keys: &[(&str, &str, DateTime<Utc>)],
     ) -> Result<RunBalances, StoreError> {
-        let mut sorted: BTreeMap<(&str, &str), DateTime<Utc>> = BTreeMap::new();
-        for &(account, currency, now) in keys {
-            sorted.entry((account, currency)).or_insert(now);
-        }
-        let sorted: Vec<_> = sorted.into_iter().collect();
+        let sorted = in_key_order(keys);
         let mut read = RunBalances::default();
         for chunk in sorted.chunks(per_statement(3)) {
             let rows: Vec<(String, String, i64, i64, bool)> = match &mut self.conn {

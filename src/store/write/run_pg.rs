@@ -8,7 +8,7 @@
 use sqlx::PgConnection;
 
 use super::NewIntent;
-use super::run::RunPosting;
+use super::posting::RunPosting;
 use crate::domain::MessageType;
 
 /// `INSERT_INTENT`'s insert path for many rows; a key that exists is left

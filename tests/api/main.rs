@@ -35,6 +35,7 @@ mod replay_rekey;
 mod samples;
 mod table_rows;
 mod thin_events;
+mod two_writers;
 
 mod access;
 mod account_page;

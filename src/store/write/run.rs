@@ -5,14 +5,14 @@
 //! (SQLite binds at most 32,766 values, PostgreSQL 65,535).
 //!
 //! Locks, on PostgreSQL: the run's new intents (in arrival order), then
-//! its guard rows, then its balance rows, each set in one statement in key
-//! order (a multi-row `insert ... on conflict do update` locks its rows in
-//! the order of its `values`). Every value the run writes back was read
-//! under those locks (a missing balance row is created at zero to lock
-//! it), so the balances and guards written from memory are what in-place
-//! updates would have written. The transaction around the run (a group)
-//! may hold other rows already, so two groups can still deadlock: see the
-//! lock order in `write`. SQLite runs one writer at a time (`BEGIN
+//! its guard rows, then its balance rows: of each, those that exist in one
+//! `select ... for update` in key order (a row lock, no row written), then
+//! the missing ones created (at the floor, at zero) and so locked. Every
+//! value the run writes back was read under those locks, so the balances
+//! and guards written from memory are what in-place updates would have
+//! written. The transaction around the run (a group) may hold other rows
+//! already, so two groups can still deadlock: see the lock order in
+//! `write`. SQLite runs one writer at a time (`BEGIN
 //! IMMEDIATE`): nothing moves a row between the read and the write.
 
 use std::collections::{BTreeMap, HashMap};
@@ -86,6 +86,46 @@ fn in_key_order<'a>(
         sorted.entry((first, second)).or_insert(now);
     }
     sorted.into_iter().collect()
+}
+
+/// The keys of `sorted` that `exists` does not know, in the same order.
+fn missing_of<'a>(
+    sorted: &[((&'a str, &'a str), DateTime<Utc>)],
+    exists: impl Fn(&RowKey) -> bool,
+) -> Vec<((&'a str, &'a str), DateTime<Utc>)> {
+    sorted
+        .iter()
+        .filter(|((first, second), _)| !exists(&((*first).to_owned(), (*second).to_owned())))
+        .copied()
+        .collect()
+}
+
+/// SQLite: the rows `select` (ending `... in (`) finds for the keys of
+/// `sorted`, in chunks.
+async fn select_existing<T>(
+    conn: &mut sqlx::SqliteConnection,
+    select: &str,
+    sorted: &[((&str, &str), DateTime<Utc>)],
+) -> Result<Vec<T>, sqlx::Error>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
+{
+    let mut rows = Vec::new();
+    for chunk in sorted.chunks(per_statement(2)) {
+        let mut query = QueryBuilder::new(select);
+        query.push_values(chunk, |mut row, ((first, second), _)| {
+            row.push_bind(*first).push_bind(*second);
+        });
+        query.push(")");
+        rows.extend(
+            query
+                .build_query_as()
+                .persistent(false)
+                .fetch_all(&mut *conn)
+                .await?,
+        );
+    }
+    Ok(rows)
 }
 
 /// New intents' ids by their key.
@@ -170,15 +210,32 @@ impl WriteTx {
     }
 
     /// Locks the guards of `keys` (source, account, the time of the first
-    /// event that takes it), creating each missing one at the floor as
-    /// `LOCK_GUARD` does, in key order; returns each guard.
+    /// event that takes it) in key order and returns each: those that
+    /// exist first, then each missing one created at the floor as
+    /// `LOCK_GUARD` does.
     pub async fn lock_run_guards(
         &mut self,
         keys: &[(&str, &str, DateTime<Utc>)],
     ) -> Result<HashMap<RowKey, i64>, StoreError> {
         let sorted = in_key_order(keys);
-        let mut guards = HashMap::with_capacity(sorted.len());
-        for chunk in sorted.chunks(per_statement(4)) {
+        let existing: Vec<(String, String, i64)> = match &mut self.conn {
+            TxConn::Postgres(tx) => run_pg::lock_guards(tx, &sorted).await?,
+            TxConn::Sqlite(tx, _) => {
+                select_existing(
+                    tx,
+                    "select source, account_id, last_sequence from sequence_guards \
+                     where (source, account_id) in (",
+                    &sorted,
+                )
+                .await?
+            }
+        };
+        let mut guards: HashMap<RowKey, i64> = existing
+            .into_iter()
+            .map(|(source, account, guard)| ((source, account), guard))
+            .collect();
+        let missing = missing_of(&sorted, |key| guards.contains_key(key));
+        for chunk in missing.chunks(per_statement(4)) {
             let rows: Vec<(String, String, i64)> = on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(
                     "insert into sequence_guards (source, account_id, last_sequence, updated_at) ",
@@ -189,6 +246,8 @@ impl WriteTx {
                         .push_bind(SEQUENCE_FLOOR)
                         .push_bind(*now);
                 });
+                // Another transaction may have created one meanwhile: then
+                // this waits for it and locks the row.
                 query.push(
                     " on conflict (source, account_id) do update \
                      set last_sequence = sequence_guards.last_sequence \
@@ -213,53 +272,57 @@ impl WriteTx {
     ) -> Result<RunBalances, StoreError> {
         let sorted = in_key_order(keys);
         let mut read = RunBalances::default();
-        for chunk in sorted.chunks(per_statement(3)) {
-            let rows: Vec<(String, String, i64, i64, bool)> = match &mut self.conn {
-                // One writer: a plain read holds until commit.
-                TxConn::Sqlite(tx, _) => {
-                    let mut query = QueryBuilder::new(
-                        "select account_id, currency, balance_minor, postings, false \
-                         from balances where (account_id, currency) in (",
-                    );
-                    query.push_values(chunk, |mut row, ((account, currency), _)| {
-                        row.push_bind(*account).push_bind(*currency);
-                    });
-                    query.push(")");
-                    query
-                        .build_query_as()
-                        .persistent(false)
-                        .fetch_all(&mut **tx)
-                        .await?
-                }
-                // Created at zero where missing, so that every row the run
-                // will write is locked now (a row another transaction
-                // inserted meanwhile would otherwise be overwritten);
-                // `xmax = 0` is true only of a row this statement inserted.
-                TxConn::Postgres(tx) => {
-                    let mut query = QueryBuilder::new(
-                        "insert into balances (account_id, currency, balance_minor, \
-                         updated_at, postings) ",
-                    );
-                    query.push_values(chunk, |mut row, ((account, currency), now)| {
-                        row.push_bind(*account)
-                            .push_bind(*currency)
-                            .push("0")
-                            .push_bind(*now)
-                            .push("0");
-                    });
-                    query.push(
-                        " on conflict (account_id, currency) do update \
-                         set balance_minor = balances.balance_minor \
-                         returning account_id, currency, balance_minor, postings, \
-                         (xmax = 0) as created",
-                    );
-                    query
-                        .build_query_as()
-                        .persistent(false)
-                        .fetch_all(&mut **tx)
-                        .await?
-                }
-            };
+        let tx = match &mut self.conn {
+            // One writer: a plain read holds until commit, and a missing
+            // row stays missing.
+            TxConn::Sqlite(tx, _) => {
+                let rows: Vec<(String, String, i64, i64)> = select_existing(
+                    tx,
+                    "select account_id, currency, balance_minor, postings from balances \
+                     where (account_id, currency) in (",
+                    &sorted,
+                )
+                .await?;
+                read.rows.extend(
+                    rows.into_iter()
+                        .map(|(account, currency, balance, postings)| {
+                            ((account, currency), (balance, postings))
+                        }),
+                );
+                return Ok(read);
+            }
+            TxConn::Postgres(tx) => tx,
+        };
+        for (account, currency, balance, postings) in run_pg::lock_balances(tx, &sorted).await? {
+            read.rows.insert((account, currency), (balance, postings));
+        }
+        // Created at zero where missing, so that every row the run will
+        // write is locked now (a row another transaction inserted
+        // meanwhile would otherwise be overwritten); `xmax = 0` is true
+        // only of a row this statement inserted.
+        let missing = missing_of(&sorted, |key| read.rows.contains_key(key));
+        for chunk in missing.chunks(per_statement(3)) {
+            let mut query = QueryBuilder::new(
+                "insert into balances (account_id, currency, balance_minor, updated_at, \
+                 postings) ",
+            );
+            query.push_values(chunk, |mut row, ((account, currency), now)| {
+                row.push_bind(*account)
+                    .push_bind(*currency)
+                    .push("0")
+                    .push_bind(*now)
+                    .push("0");
+            });
+            query.push(
+                " on conflict (account_id, currency) do update \
+                 set balance_minor = balances.balance_minor \
+                 returning account_id, currency, balance_minor, postings, (xmax = 0) as created",
+            );
+            let rows: Vec<(String, String, i64, i64, bool)> = query
+                .build_query_as()
+                .persistent(false)
+                .fetch_all(&mut **tx)
+                .await?;
             for (account, currency, balance, postings, created) in rows {
                 if created {
                     read.created.push((account, currency));

@@ -5,6 +5,7 @@
 //! `values` of 60 intents is some 1,600 expressions). They write the same
 //! rows as `run`'s multi-row texts, which SQLite runs.
 
+use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::NewIntent;
@@ -62,6 +63,45 @@ from unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8
 cross join unnest($15::text[]) with ordinality as d(destination, m)
 order by e.n, d.m
 on conflict (intent_id, message_type, destination) do nothing";
+
+/// The run's existing guards, locked in key order.
+const LOCK_GUARDS: &str = "
+select source, account_id, last_sequence from sequence_guards
+where (source, account_id) in (select * from unnest($1::text[], $2::text[]))
+order by source, account_id
+for update";
+
+/// The run's existing balances, locked in key order.
+const LOCK_BALANCES: &str = "
+select account_id, currency, balance_minor, postings from balances
+where (account_id, currency) in (select * from unnest($1::text[], $2::text[]))
+order by account_id, currency
+for update";
+
+/// Locks the existing guards of `sorted` (source, account) in key order:
+/// a row lock without writing the row, as a no-op upsert would.
+pub(super) async fn lock_guards(
+    conn: &mut PgConnection,
+    sorted: &[((&str, &str), DateTime<Utc>)],
+) -> Result<Vec<(String, String, i64)>, sqlx::Error> {
+    sqlx::query_as(LOCK_GUARDS)
+        .bind(column(sorted, |((source, _), _)| *source))
+        .bind(column(sorted, |((_, account), _)| *account))
+        .fetch_all(conn)
+        .await
+}
+
+/// Locks the existing balances of `sorted` (account, currency) in key order.
+pub(super) async fn lock_balances(
+    conn: &mut PgConnection,
+    sorted: &[((&str, &str), DateTime<Utc>)],
+) -> Result<Vec<(String, String, i64, i64)>, sqlx::Error> {
+    sqlx::query_as(LOCK_BALANCES)
+        .bind(column(sorted, |((account, _), _)| *account))
+        .bind(column(sorted, |((_, currency), _)| *currency))
+        .fetch_all(conn)
+        .await
+}
 
 pub(super) async fn insert_intents(
     conn: &mut PgConnection,

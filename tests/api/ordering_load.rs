@@ -17,7 +17,7 @@ const ACCOUNTS: i64 = 5;
 const SENDERS: usize = 32;
 
 /// A fixed shuffle (xorshift), so a failure reproduces.
-fn shuffle<T>(items: &mut [T], seed: u64) {
+pub(crate) fn shuffle<T>(items: &mut [T], seed: u64) {
     let mut state = seed | 1;
     for i in (1..items.len()).rev() {
         state ^= state << 13;
@@ -27,12 +27,12 @@ fn shuffle<T>(items: &mut [T], seed: u64) {
     }
 }
 
-fn account(a: i64) -> String {
+pub(crate) fn account(a: i64) -> String {
     format!("acct_{a}")
 }
 
 /// Event `sequence` of account `a`: every 5th a debit, amounts all different.
-fn event(a: i64, sequence: i64) -> Sample {
+pub(crate) fn event(a: i64, sequence: i64) -> Sample {
     let id = format!("e{a}_{sequence}");
     let amount = 1000 + 10 * sequence + a;
     if sequence % 5 == 0 {
@@ -42,7 +42,7 @@ fn event(a: i64, sequence: i64) -> Sample {
     }
 }
 
-fn signed(sample: &Sample) -> i64 {
+pub(crate) fn signed(sample: &Sample) -> i64 {
     if sample.event_type.is_some() {
         -sample.amount_minor
     } else {

@@ -17,50 +17,16 @@ use hookledger::providers::Sample;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{Backend, DEMO_SECRET, TestApp, credit_seq, debit_seq, json_with_status};
+use crate::helpers::{Backend, DEMO_SECRET, TestApp, credit_seq, json_with_status};
+use crate::ordering_load::{account, event, shuffle, signed};
 
 const ACCOUNTS: i64 = 4;
 const EACH: i64 = 60;
 const SENDERS: usize = 32;
 
-fn account(a: i64) -> String {
-    format!("acct_{a}")
-}
-
-/// The `ledger` source's event `sequence` of account `a`: every 5th a debit.
-fn numbered(a: i64, sequence: i64) -> Sample {
-    let id = format!("L{a}_{sequence}");
-    let amount = 1000 + 10 * sequence + a;
-    if sequence % 5 == 0 {
-        debit_seq(&id, &account(a), amount, sequence)
-    } else {
-        credit_seq(&id, &account(a), amount, sequence)
-    }
-}
-
 /// A `demo` (high-water) credit of account `a`.
 fn plain(a: i64, n: i64) -> Sample {
     credit_seq(&format!("D{a}_{n}"), &account(a), 7 + n, 1_000 + n)
-}
-
-fn signed(sample: &Sample) -> i64 {
-    if sample.event_type.is_some() {
-        -sample.amount_minor
-    } else {
-        sample.amount_minor
-    }
-}
-
-/// A fixed shuffle (xorshift), so a failure reproduces.
-fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
-    let mut state = seed | 1;
-    for i in (1..items.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        items.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    items
 }
 
 /// Delivers `sample` until it is answered 200, retrying a 503 as a
@@ -82,7 +48,7 @@ async fn two_writers_on_one_database(backend: Backend) {
     let first = TestApp::spawn(backend).await;
     let second = first.another_instance().await;
     let numbered: Vec<(&str, Sample)> = (0..ACCOUNTS)
-        .flat_map(|a| (1..=EACH).map(move |s| ("ledger", numbered(a, s))))
+        .flat_map(|a| (1..=EACH).map(move |s| ("ledger", event(a, s))))
         .collect();
     let plain: Vec<(&str, Sample)> = (0..ACCOUNTS)
         .flat_map(|a| (0..EACH).map(move |n| ("demo", plain(a, n))))
@@ -101,7 +67,8 @@ async fn two_writers_on_one_database(backend: Backend) {
             .map(|(i, (source, sample))| (1 - i % 2, *source, sample)),
     );
     let apps = [&first, &second];
-    let answers: Vec<_> = stream::iter(shuffled(sends, 0x2_0001))
+    shuffle(&mut sends, 0x2_0001);
+    let answers: Vec<_> = stream::iter(sends)
         .map(|(instance, source, sample)| sent(apps[instance], source, sample))
         .buffer_unordered(SENDERS)
         .collect()
@@ -115,10 +82,10 @@ async fn two_writers_on_one_database(backend: Backend) {
         let streamed: Vec<String> = entries
             .iter()
             .filter_map(|e| e["event_id"].as_str())
-            .filter(|id| id.starts_with('L'))
+            .filter(|id| id.starts_with('e'))
             .map(str::to_owned)
             .collect();
-        let wanted: Vec<String> = (1..=EACH).map(|s| format!("L{a}_{s}")).collect();
+        let wanted: Vec<String> = (1..=EACH).map(|s| event(a, s).event_id).collect();
         assert_eq!(streamed, wanted, "entry order of {}", account(a));
         let sum: i64 = all
             .iter()

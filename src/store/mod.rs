@@ -5,6 +5,7 @@
 
 pub mod ceiling;
 mod check;
+mod checkpoint;
 mod error;
 mod gaps;
 mod gauges;
@@ -106,12 +107,12 @@ impl Store {
             let pool = SqlitePoolOptions::new()
                 .max_connections(settings.max_connections)
                 .acquire_timeout(settings.acquire_timeout)
-                .connect_with(options)
+                .connect_with(options.clone())
                 .await
                 .map_err(|e| open::sqlite_error(&path, &e))?;
             Ok(Store::Sqlite(
                 pool,
-                write_turn::WriteTurns::new(settings.busy_timeout),
+                write_turn::WriteTurns::new(settings.busy_timeout, &options),
                 Outbox::default(),
             ))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
@@ -261,6 +262,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Store::Sqlite(_, writer, _) = self {
+            writer.close().await;
+        }
         on_pool!(self, pool => pool.close().await);
     }
 

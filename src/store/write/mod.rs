@@ -95,11 +95,11 @@ pub use scope::Rescoped;
 impl Store {
     pub async fn begin(&self) -> Result<WriteTx, StoreError> {
         let conn = match self {
-            Store::Sqlite(pool, writer, _) => {
-                // The turn first: the transaction's connection is then
-                // taken with the write lock free in this process.
-                let turn = writer.turn().await?;
-                TxConn::Sqlite(pool.begin_with("begin immediate").await?, turn)
+            Store::Sqlite(_, writer, _) => {
+                // The turn first: the writing connection is then free,
+                // and the write lock free in this process.
+                let (tx, turn) = writer.begin().await?;
+                TxConn::Sqlite(tx, turn)
             }
             // Explicit, so a server default of REPEATABLE READ or SERIALIZABLE
             // cannot turn a concurrent duplicate or apply into a 40001 error.
@@ -132,7 +132,10 @@ impl WriteTx {
     /// `store::outbox::listen`).
     pub async fn commit(self) -> Result<(), StoreError> {
         match self.conn {
-            TxConn::Sqlite(tx, _turn) => tx.commit().await?,
+            TxConn::Sqlite(tx, turn) => {
+                tx.commit().await?;
+                turn.committed();
+            }
             TxConn::Postgres(tx) => tx.commit().await?,
         }
         if self.queued {

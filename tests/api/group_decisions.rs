@@ -341,6 +341,17 @@ async fn tables(app: &TestApp) -> Vec<(&'static str, Vec<Value>)> {
     all
 }
 
+/// Asserts that every table of `together` holds what `alone`'s does.
+async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
+    let (group_tables, alone_tables) = (tables(together).await, tables(alone).await);
+    for ((table, group), (_, one)) in group_tables.iter().zip(&alone_tables) {
+        assert_eq!(group.len(), one.len(), "{context}, {table}");
+        for (group, one) in group.iter().zip(one) {
+            assert_eq!(group, one, "{context}, {table}");
+        }
+    }
+}
+
 async fn a_group_decides_as_one_by_one(backend: Backend) {
     let destinations = config_text();
     let options = options(&destinations);
@@ -373,13 +384,7 @@ async fn a_group_decides_as_one_by_one(backend: Backend) {
             }
             // After every group, not only at the end: a later write to a
             // row could hide a wrong one.
-            let (group_tables, alone_tables) = (tables(&together).await, tables(&alone).await);
-            for ((table, group), (_, one)) in group_tables.iter().zip(&alone_tables) {
-                assert_eq!(group.len(), one.len(), "seed {seed}, {table}");
-                for (group, one) in group.iter().zip(one) {
-                    assert_eq!(group, one, "seed {seed}, {table}");
-                }
-            }
+            same_tables(&together, &alone, &format!("seed {seed}")).await;
             rest = after;
         }
         seen.extend(grouped.into_iter().flat_map(Result::unwrap));
@@ -414,4 +419,91 @@ fn options_again<'a>(options: &Options<'a>) -> Options<'a> {
     }
 }
 
-crate::both_backends!(a_group_decides_as_one_by_one);
+/// The largest balance there is, 2^62 minor units (`settle`).
+const BALANCE_LIMIT: i64 = 1 << 62;
+
+/// A run of plain postings that reaches the ±2^62 limit stops there: the
+/// credit that would pass it is refused as one by one refuses it, and the
+/// run goes on after it from the balance as it stands. 4,611 credits of
+/// the largest amount, in batches of 100, come within 686,018,427,387,904
+/// of the limit; then one more of the largest (refused), exactly the room
+/// left (applied: the limit itself is in range), one unit (refused), a
+/// debit and a credit (both applied). All in one group.
+async fn a_run_stops_at_the_balance_limit(backend: Backend) {
+    let destinations = config_text();
+    let options = options(&destinations);
+    let together = TestApp::spawn_with(backend.clone(), options_again(&options)).await;
+    let alone = TestApp::spawn_with(backend, options_again(&options)).await;
+    let sources = sources(&together, &options);
+    let largest = hookledger::domain::MAX_AMOUNT_MINOR;
+    let mut plan = Plan::new(1);
+    let mut amounts: Vec<(Direction, i64)> = vec![(Direction::Credit, largest); 4_611];
+    let room = BALANCE_LIMIT - 4_611 * largest;
+    amounts.extend([
+        (Direction::Credit, largest),
+        (Direction::Credit, room),
+        (Direction::Credit, 1),
+        (Direction::Debit, 5),
+        (Direction::Credit, 5),
+    ]);
+    let events: Vec<NormalisedEvent> = amounts
+        .iter()
+        .enumerate()
+        .map(|(sequence, &(direction, amount))| {
+            let posting = Posting {
+                direction,
+                account: AccountId::parse("acct_limit").unwrap(),
+                currency: Currency::parse("USD").unwrap(),
+                amount: PositiveAmount::new(amount).unwrap(),
+                sequence: sequence as i64,
+                explicit_sequence: false,
+                link: Link::None,
+            };
+            plan.event(Movement::Post(posting))
+        })
+        .collect();
+    let planned: Vec<Planned> = events
+        .chunks(100)
+        .enumerate()
+        .map(|(n, events)| Planned {
+            source: "demo",
+            events: events.to_vec(),
+            body: format!("{{\"limit\":{n}}}").into_bytes(),
+            received_at: plan.start + Duration::seconds(n as i64),
+        })
+        .collect();
+    let digests: Vec<String> = planned.iter().map(|p| sha256_hex(&p.body)).collect();
+    let all = deliveries(&planned, &digests, &sources);
+    let answers = commit_together(together.store(), &all).await;
+    let mut statuses = Vec::new();
+    for ((source, events, raw), answer) in all.iter().zip(answers) {
+        let one = ingest_direct(alone.store(), source, events, raw).await;
+        let (group, one) = (answer.unwrap(), one.unwrap());
+        assert_eq!(group, one);
+        statuses.extend(
+            group
+                .iter()
+                .map(|outcome| outcome.status.as_str().to_owned()),
+        );
+    }
+    let refused: Vec<usize> = (0..statuses.len())
+        .filter(|&n| statuses[n] != "applied")
+        .collect();
+    assert_eq!(refused, [4_611, 4_613], "{:?}", &statuses[4_600..]);
+    assert_eq!(statuses[4_611], "rejected");
+    same_tables(&together, &alone, "at the limit").await;
+    let balances = crate::table_rows::table_json(&together, "balances", None).await;
+    let limit: Vec<i64> = balances
+        .iter()
+        .filter(|row| row["account_id"] == "acct_limit")
+        .map(|row| row["balance_minor"].as_i64().unwrap())
+        .collect();
+    assert_eq!(limit, [BALANCE_LIMIT]);
+    together.assert_invariants().await;
+    alone.assert_invariants().await;
+}
+
+crate::both_backends!(
+    a_group_decides_as_one_by_one,
+    a_run_stops_at_the_balance_limit
+);

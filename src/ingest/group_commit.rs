@@ -23,14 +23,7 @@
 //! (a client gone, a shutdown's deadline) may be committed and unanswered:
 //! its redelivery is then a duplicate with no second effect.
 //!
-//! The writer runs one group at a time, each in a task of its own, and
-//! takes the next group once the last one's statements have run: the next
-//! group's statements overlap the last one's commit. That is safe for the
-//! reason two instances' writers are (each statement locks what it
-//! checks, and the next group waits on a row the committing one holds, then
-//! sees it committed); and it cannot deadlock, since a committing
-//! transaction waits for no lock. On SQLite the next group's transaction
-//! waits for the turn to write, so only taking the group overlaps.
+//! The writer runs one group at a time, each in a task of its own.
 //! Failures, and who they fail:
 //! - a delivery's own error that is not transient (a constraint, a bug):
 //!   that delivery is answered with it, and the others run again together
@@ -169,40 +162,24 @@ async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
         if works.is_empty() {
             continue;
         }
-        let (committing, committed) = oneshot::channel();
-        tokio::spawn(answer_group(store.clone(), works, replies, committing));
-        // The next group starts once this one's last statement has run
-        // (its commit under way) or it has ended: the sender dropped.
-        let _ = committed.await;
-    }
-}
-
-/// Commits one group and answers each of its deliveries; tells
-/// `committing` when its last part's statements have run.
-async fn answer_group(
-    store: Store,
-    works: Vec<Work>,
-    replies: Vec<oneshot::Sender<Answer>>,
-    committing: oneshot::Sender<()>,
-) {
-    let works = Arc::new(works);
-    let group = commit_group(store.clone(), works.clone(), Some(committing));
-    let answers = match tokio::spawn(group).await {
-        Ok(answers) => answers,
-        Err(panic) => {
-            tracing::error!("a group commit panicked, running its deliveries alone: {panic}");
-            let mut answers = Vec::with_capacity(works.len());
-            for index in 0..works.len() {
-                let alone = tokio::spawn(commit_one(store.clone(), works.clone(), index));
-                answers.push(alone.await.unwrap_or_else(|_| Err(gone())));
+        let works = Arc::new(works);
+        let answers = match tokio::spawn(commit_group(store.clone(), works.clone())).await {
+            Ok(answers) => answers,
+            Err(panic) => {
+                tracing::error!("a group commit panicked, running its deliveries alone: {panic}");
+                let mut answers = Vec::with_capacity(works.len());
+                for index in 0..works.len() {
+                    let alone = tokio::spawn(commit_one(store.clone(), works.clone(), index));
+                    answers.push(alone.await.unwrap_or_else(|_| Err(gone())));
+                }
+                answers
             }
-            answers
+        };
+        for (reply, answer) in replies.into_iter().zip(answers) {
+            // A requester that went away meanwhile learns nothing; its
+            // redelivery will (a duplicate if this committed).
+            let _ = reply.send(answer);
         }
-    };
-    for (reply, answer) in replies.into_iter().zip(answers) {
-        // A requester that went away meanwhile learns nothing; its
-        // redelivery will (a duplicate if this committed).
-        let _ = reply.send(answer);
     }
 }
 
@@ -219,26 +196,14 @@ struct Failed {
 /// run of postings: which delivery's row it was is not known) splits the
 /// deliveries in halves, the first committed (or split again) before the
 /// second runs, so that what commits is still in arrival order.
-async fn commit_group(
-    store: Store,
-    works: Arc<Vec<Work>>,
-    mut committing: Option<oneshot::Sender<()>>,
-) -> Vec<Answer> {
+async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
     let mut parts: VecDeque<Vec<usize>> = VecDeque::from([(0..works.len()).collect()]);
     while let Some(mut pending) = parts.pop_front() {
         let mut lost = 0;
         let mut runs = true;
         while !pending.is_empty() {
-            // Only the last part may let the next group start: the parts
-            // of one group commit in order.
-            let mut not_last = None;
-            let last = if parts.is_empty() {
-                &mut committing
-            } else {
-                &mut not_last
-            };
-            match run_together(&store, &works, &pending, runs, last).await {
+            match run_together(&store, &works, &pending, runs).await {
                 // Another transaction won (PostgreSQL: another instance's
                 // group, an operator, a reconcile run): it has committed
                 // or gone on, so the same deliveries run again, and wait
@@ -295,7 +260,7 @@ async fn commit_group(
 }
 
 async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
-    match run_together(&store, &works, &[index], false, &mut None).await {
+    match run_together(&store, &works, &[index], false).await {
         Ok(mut outcomes) => Ok(outcomes.pop().unwrap_or_default()),
         Err(failed) => Err(failed.error),
     }
@@ -303,24 +268,18 @@ async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer
 
 /// Runs the deliveries `pending` (indexes into `works`) in one transaction
 /// and commits it: the outcomes of each, or why not, and then nothing was
-/// kept. Without `runs`, every event is decided alone. `committing` is
-/// told when the statements have run and the commit starts.
+/// kept. Without `runs`, every event is decided alone.
 async fn run_together(
     store: &Store,
     works: &[Work],
     pending: &[usize],
     runs: bool,
-    committing: &mut Option<oneshot::Sender<()>>,
 ) -> Result<Vec<Vec<Outcome>>, Failed> {
     let whole = |error| Failed { at: None, error };
     let mut tx = store.begin().await.map_err(whole)?;
     let run_min = if runs { RUN_MIN } else { usize::MAX };
     match run_all(&mut tx, works, pending, run_min).await {
         Ok(outcomes) => {
-            // Told once: a re-run after a failed commit tells no one.
-            if let Some(committing) = committing.take() {
-                let _ = committing.send(());
-            }
             tx.commit().await.map_err(whole)?;
             Ok(outcomes)
         }
@@ -421,5 +380,5 @@ pub async fn commit_together(
         .iter()
         .map(|(source, events, raw)| Work::new(source, events, raw))
         .collect();
-    commit_group(store.clone(), Arc::new(works), None).await
+    commit_group(store.clone(), Arc::new(works)).await
 }

@@ -21,8 +21,9 @@
 //!    held every group up for 5-20 ms, mostly waiting for this task to be
 //!    scheduled again on a busy runtime.
 //!
-//! After a while with no commit, the log is copied and truncated to
-//! nothing, with the turn held.
+//! After a while with no commit, or none that wrote a page, the log is
+//! copied and truncated to nothing, with the turn held (given up at once
+//! if a reader still reads the log).
 //!
 //! A checkpoint never loses a commit: the log is synced at each commit
 //! (`synchronous = FULL`) and a page leaves it only once copied and synced.
@@ -116,15 +117,26 @@ async fn checkpoints(
 ) {
     let mut connection: Option<SqliteConnection> = None;
     'idle: while commits.recv().await.is_some() {
-        // Commits come: a checkpoint every pause, until they stop.
+        // Commits come: a checkpoint every pause, until they stop, or
+        // until none wrote a page for a while (the relays' claims commit
+        // every second, writing nothing when there is nothing to send).
+        let (mut quiet, mut last) = (Duration::ZERO, None);
         loop {
             tokio::time::sleep(timing.pause).await;
             match copy(&mut connection, &options).await {
-                Ok(()) => due.store(true, Ordering::Release),
+                // The log as it was: no page written since.
+                Ok(log) if last == Some(log) => quiet += timing.pause,
+                Ok(log) => {
+                    (quiet, last) = (Duration::ZERO, Some(log));
+                    due.store(true, Ordering::Release);
+                }
                 Err(error) => {
                     tracing::warn!("SQLite checkpoint failed, trying again after a pause: {error}");
                     connection = None;
                 }
+            }
+            if quiet >= timing.idle {
+                break;
             }
             match tokio::time::timeout(timing.idle, commits.recv()).await {
                 Ok(Some(())) => {}
@@ -143,26 +155,36 @@ async fn checkpoints(
 }
 
 /// The checkpointer's connection, opened if it is not (or was dropped
-/// after a failure).
+/// after a failure). It never waits for a lock: a truncation that would
+/// wait for readers gives up, and is tried when writes stop again,
+/// instead of holding the turn to write (and the deliveries queued for
+/// it) for up to the busy timeout.
 async fn open<'a>(
     connection: &'a mut Option<SqliteConnection>,
     options: &SqliteConnectOptions,
 ) -> Result<&'a mut SqliteConnection, sqlx::Error> {
     Ok(match connection {
         Some(connection) => connection,
-        None => connection.insert(options.connect().await?),
+        None => connection.insert(
+            options
+                .clone()
+                .busy_timeout(Duration::ZERO)
+                .connect()
+                .await?,
+        ),
     })
 }
 
 /// Copies the log while the writer goes on, until it adds few pages
-/// during a pass.
+/// during a pass: the pages the log held at the first pass.
 async fn copy(
     connection: &mut Option<SqliteConnection>,
     options: &SqliteConnectOptions,
-) -> Result<(), sqlx::Error> {
+) -> Result<i64, sqlx::Error> {
     let connection = open(connection, options).await?;
-    let mut before = 0;
-    for _ in 0..PASSES {
+    let first = passive(connection).await?;
+    let mut before = first;
+    for _ in 1..PASSES {
         let log = passive(connection).await?;
         // A smaller log than before: the writer started it again.
         let new = if log >= before { log - before } else { log };
@@ -171,7 +193,7 @@ async fn copy(
             break;
         }
     }
-    Ok(())
+    Ok(first)
 }
 
 /// A passive checkpoint: copies what no reader still needs from the log,
@@ -183,8 +205,8 @@ async fn passive(connection: &mut SqliteConnection) -> Result<i64, sqlx::Error> 
     Ok(log)
 }
 
-/// Copies the whole log and truncates it to nothing, with the turn held
-/// (waiting, up to the busy timeout, for readers of the log to finish).
+/// Copies the whole log and truncates it to nothing, with the turn held,
+/// unless a reader still reads the log.
 async fn truncate(
     connection: &mut Option<SqliteConnection>,
     options: &SqliteConnectOptions,

@@ -44,13 +44,14 @@ pub struct Timing {
     /// How long commits gather before a checkpoint copies what they wrote
     /// (a page written by many of them is copied once).
     pub pause: Duration,
-    /// After this long with no commit, the log is truncated to nothing.
+    /// After this long with no commit, or none that wrote a page, the log
+    /// is truncated to nothing.
     pub idle: Duration,
 }
 
 /// Every second while commits come: at full speed the log grows by some
 /// 200 MB in that time (BENCHMARKS.md), and keeps that size on disk until
-/// the writes stop for ten seconds.
+/// commits stop writing pages for ten seconds.
 pub const TIMING: Timing = Timing {
     pause: Duration::from_secs(1),
     idle: Duration::from_secs(10),

@@ -9,14 +9,14 @@
 //! `hookledger backup`, on the same file).
 //!
 //! Every write transaction of the process runs on one connection of its
-//! own, kept open, with a larger page cache ([`WRITER_CACHE_KIB`]). SQLite
-//! keeps a connection's cached pages for as long as no other connection
-//! has written the file, so the pages a group of deliveries touches (the
-//! intents' indexes, the accounts' balances and guards) stay in memory from
-//! one transaction to the next. Through the pool, each transaction took
-//! whichever connection was free, whose cache another connection's commits
-//! had made stale: every page was read again from the file. It runs no
-//! checkpoints: [`super::checkpoint`] does, on a connection of its own.
+//! own, kept open, so that settings meant for the writer alone apply to
+//! every write: no checkpoints of its own ([`super::checkpoint`] runs
+//! them, on a connection of its own), statement journals in memory, and a
+//! larger page cache ([`WRITER_CACHE_KIB`]). SQLite keeps a connection's
+//! cached pages for as long as no other connection has written the file,
+//! so the pages a group touches stay cached from one transaction to the
+//! next; by itself that moved the rate little (BENCHMARKS.md, 2026-11-29
+//! second session): the other two settings are what it is for.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -341,6 +341,17 @@ async fn tables(app: &TestApp) -> Vec<(&'static str, Vec<Value>)> {
     all
 }
 
+/// Two apps of the same config, one for groups and one for deliveries
+/// one by one, and the config's sources.
+async fn two_apps(backend: Backend) -> (TestApp, TestApp, Vec<Arc<Source>>) {
+    let destinations = config_text();
+    let options = options(&destinations);
+    let together = TestApp::spawn_with(backend.clone(), options_again(&options)).await;
+    let alone = TestApp::spawn_with(backend, options_again(&options)).await;
+    let sources = sources(&together, &options);
+    (together, alone, sources)
+}
+
 /// Asserts that every table of `together` holds what `alone`'s does.
 async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
     let (group_tables, alone_tables) = (tables(together).await, tables(alone).await);
@@ -353,11 +364,7 @@ async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
 }
 
 async fn a_group_decides_as_one_by_one(backend: Backend) {
-    let destinations = config_text();
-    let options = options(&destinations);
-    let together = TestApp::spawn_with(backend.clone(), options_again(&options)).await;
-    let alone = TestApp::spawn_with(backend, options_again(&options)).await;
-    let sources = sources(&together, &options);
+    let (together, alone, sources) = two_apps(backend).await;
     let mut seen = Vec::new();
     for seed in 1..=4u64 {
         let mut plan = Plan::new(seed * 7919);
@@ -430,11 +437,7 @@ const BALANCE_LIMIT: i64 = 1 << 62;
 /// left (applied: the limit itself is in range), one unit (refused), a
 /// debit and a credit (both applied). All in one group.
 async fn a_run_stops_at_the_balance_limit(backend: Backend) {
-    let destinations = config_text();
-    let options = options(&destinations);
-    let together = TestApp::spawn_with(backend.clone(), options_again(&options)).await;
-    let alone = TestApp::spawn_with(backend, options_again(&options)).await;
-    let sources = sources(&together, &options);
+    let (together, alone, sources) = two_apps(backend).await;
     let largest = hookledger::domain::MAX_AMOUNT_MINOR;
     let mut plan = Plan::new(1);
     let mut amounts: Vec<(Direction, i64)> = vec![(Direction::Credit, largest); 4_611];

@@ -219,7 +219,7 @@ impl WriteTx {
     ) -> Result<HashMap<RowKey, i64>, StoreError> {
         let sorted = in_key_order(keys);
         let existing: Vec<(String, String, i64)> = match &mut self.conn {
-            TxConn::Postgres(tx) => run_pg::lock_guards(tx, &sorted).await?,
+            TxConn::Postgres(tx) => run_pg::lock_existing(tx, run_pg::LOCK_GUARDS, &sorted).await?,
             TxConn::Sqlite(tx, _) => {
                 select_existing(
                     tx,
@@ -293,7 +293,9 @@ impl WriteTx {
             }
             TxConn::Postgres(tx) => tx,
         };
-        for (account, currency, balance, postings) in run_pg::lock_balances(tx, &sorted).await? {
+        let existing: Vec<(String, String, i64, i64)> =
+            run_pg::lock_existing(tx, run_pg::LOCK_BALANCES, &sorted).await?;
+        for (account, currency, balance, postings) in existing {
             read.rows.insert((account, currency), (balance, postings));
         }
         // Created at zero where missing, so that every row the run will

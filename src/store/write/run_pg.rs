@@ -65,40 +65,33 @@ order by e.n, d.m
 on conflict (intent_id, message_type, destination) do nothing";
 
 /// The run's existing guards, locked in key order.
-const LOCK_GUARDS: &str = "
+pub(super) const LOCK_GUARDS: &str = "
 select source, account_id, last_sequence from sequence_guards
 where (source, account_id) in (select * from unnest($1::text[], $2::text[]))
 order by source, account_id
 for update";
 
 /// The run's existing balances, locked in key order.
-const LOCK_BALANCES: &str = "
+pub(super) const LOCK_BALANCES: &str = "
 select account_id, currency, balance_minor, postings from balances
 where (account_id, currency) in (select * from unnest($1::text[], $2::text[]))
 order by account_id, currency
 for update";
 
-/// Locks the existing guards of `sorted` (source, account) in key order:
-/// a row lock without writing the row, as a no-op upsert would.
-pub(super) async fn lock_guards(
+/// The existing rows of `sorted`'s keys, locked in key order by `lock`
+/// (`LOCK_GUARDS`, `LOCK_BALANCES`): a row lock without writing the row,
+/// as a no-op upsert would.
+pub(super) async fn lock_existing<T>(
     conn: &mut PgConnection,
+    lock: &'static str,
     sorted: &[((&str, &str), DateTime<Utc>)],
-) -> Result<Vec<(String, String, i64)>, sqlx::Error> {
-    sqlx::query_as(LOCK_GUARDS)
-        .bind(column(sorted, |((source, _), _)| *source))
-        .bind(column(sorted, |((_, account), _)| *account))
-        .fetch_all(conn)
-        .await
-}
-
-/// Locks the existing balances of `sorted` (account, currency) in key order.
-pub(super) async fn lock_balances(
-    conn: &mut PgConnection,
-    sorted: &[((&str, &str), DateTime<Utc>)],
-) -> Result<Vec<(String, String, i64, i64)>, sqlx::Error> {
-    sqlx::query_as(LOCK_BALANCES)
-        .bind(column(sorted, |((account, _), _)| *account))
-        .bind(column(sorted, |((_, currency), _)| *currency))
+) -> Result<Vec<T>, sqlx::Error>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    sqlx::query_as(lock)
+        .bind(column(sorted, |((first, _), _)| *first))
+        .bind(column(sorted, |((_, second), _)| *second))
         .fetch_all(conn)
         .await
 }

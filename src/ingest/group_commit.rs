@@ -34,7 +34,12 @@
 //! - losing to another transaction (PostgreSQL: a deadlock or a
 //!   serialization failure it ended by aborting this one, or the
 //!   concurrent first delivery of one event from another instance): the
-//!   same deliveries run again, up to three times;
+//!   same deliveries run again, up to three times. The group takes the
+//!   write keys of all its events first (`store::WriteKeys`), so another
+//!   group or an operator's action that shares anything with it waits, or
+//!   is waited for, whole: neither a deadlock nor that race happens
+//!   between two writers that take keys, and this path is left for the
+//!   writers that do not (the start-up rescope);
 //! - a transient error (the write turn or the pool timed out, SQLite busy
 //!   because of another process, an I/O error at commit): every delivery
 //!   of the group is answered 503 at once, never re-run one by one (each
@@ -51,6 +56,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
+use super::keys;
 use super::run_of_postings::{self, Item};
 use super::{Outcome, RawDelivery, run};
 use crate::domain::{NormalisedEvent, Origin};
@@ -277,6 +283,14 @@ async fn run_together(
 ) -> Result<Vec<Vec<Outcome>>, Failed> {
     let whole = |error| Failed { at: None, error };
     let mut tx = store.begin().await.map_err(whole)?;
+    // Everything the group may touch, before it touches anything.
+    let keys = keys::of_events(pending.iter().flat_map(|&index| {
+        let work = &works[index];
+        work.events
+            .iter()
+            .map(|event| (work.source.scope.as_str(), event))
+    }));
+    tx.lock_keys(keys).await.map_err(whole)?;
     let run_min = if runs { RUN_MIN } else { usize::MAX };
     match run_all(&mut tx, works, pending, run_min).await {
         Ok(outcomes) => {

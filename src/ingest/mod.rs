@@ -33,6 +33,7 @@ mod group_commit;
 mod high_water;
 mod ingestor;
 mod intent;
+mod keys;
 mod late;
 mod ledger;
 mod order;
@@ -72,6 +73,10 @@ pub async fn ingest(
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
     let mut tx = store.begin().await?;
+    tx.lock_keys(keys::of_events(
+        events.iter().map(|event| (source.scope.as_str(), event)),
+    ))
+    .await?;
     let mut outcomes = Vec::with_capacity(events.len());
     for event in events {
         outcomes.push(run(&mut tx, source, event, raw).await?);

@@ -15,6 +15,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::keys;
 use super::outcome::Decided;
 use super::{Outcome, RawDelivery, decide_new, event_payload, new_intent};
 use crate::domain::{Movement, NormalisedEvent, Status};
@@ -54,6 +55,11 @@ pub async fn rerun(store: &Store, replay: &Replay<'_>) -> Result<Option<Outcome>
     // (the event page's "Held before"); any other outcome says its own.
     let keep_reason = matches!(event.movement, Movement::Post(_));
     let mut tx = store.begin().await?;
+    // The stored event's keys (what it was decided as) and the new
+    // decision's.
+    let keys = keys::of_events([(source.scope.as_str(), event)]);
+    tx.lock_intent_keys(source.name.as_str(), event.event_id.as_str(), keys)
+        .await?;
     let Some(intent_id) = tx.rewrite_intent(&intent, from, keep_reason, now).await? else {
         tx.rollback().await?;
         return Ok(None);
@@ -109,6 +115,9 @@ async fn rekey_once(
     let (body, sha256) = event_payload(event, stored);
     let intent = new_intent(source, event, stored, (body, &sha256));
     let mut tx = store.begin().await?;
+    let keys = keys::of_events([(source.scope.as_str(), event)]);
+    tx.lock_intent_keys(source.name.as_str(), original, keys)
+        .await?;
     let intent_id = match tx.insert_intent(&intent).await? {
         IntentUpsert::Duplicate { status, .. } => {
             tx.rollback().await?;

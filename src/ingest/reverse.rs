@@ -17,7 +17,7 @@ use crate::domain::{
     Reversal, ReverseRequest, SEQUENCE_FLOOR, Status,
 };
 use crate::source::Source;
-use crate::store::{StoreError, WriteTx};
+use crate::store::{StoreError, WriteKeys, WriteTx};
 
 /// A new reversal (its intent just inserted as `unmatched`).
 pub(super) async fn decide(
@@ -203,6 +203,9 @@ pub async fn release_stranded(
     let mut applied = 0;
     for payment in store.stranded_payments(&source.scope).await? {
         let mut tx = store.begin().await?;
+        let mut keys = WriteKeys::new();
+        keys.payment(&source.scope, &payment);
+        tx.lock_keys(keys).await?;
         let row = tx.lock_payment(&source.scope, &payment, now).await?;
         if let Some(account) = row.account_id.as_deref() {
             lock_release_guards(

@@ -9,7 +9,7 @@ use crate::domain::{NegativeBalance, SEQUENCE_FLOOR, Status};
 use crate::ingest::settle::{Settle, SettleLink, Settled, settle};
 use crate::ingest::{LedgerPosting, lock_release_guards, release_unmatched};
 use crate::source::Source;
-use crate::store::{Claimed, NewAudit, Store, StoreError, WriteTx};
+use crate::store::{Claimed, NewAudit, Store, StoreError, WriteKeys, WriteTx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -114,6 +114,13 @@ impl<'a> Request<'a> {
 
 pub async fn act(store: &Store, request: &Request<'_>) -> Result<ActionOutcome, OperatorError> {
     let mut tx = store.begin().await?;
+    // An apply posts, and takes the event's keys first; a dismiss changes
+    // the one intent row, waits for nothing else and so needs none
+    // (`store::WriteKeys`): a release under way meets it as it goes.
+    if request.action == Action::Apply {
+        tx.lock_intent_keys(request.source, request.event_id, WriteKeys::new())
+            .await?;
+    }
     let Some((previous_status, claimed)) = claim(&mut tx, request).await? else {
         // Dropping the transaction rolls it back; nothing was written.
         let wanted = match request.action {

@@ -152,6 +152,7 @@ async fn lower(
         )));
     }
     let mut tx = store.begin().await?;
+    tx.lock_account_key(account_id).await?;
     let guard = tx
         .lock_existing_guard(source, account_id)
         .await?

@@ -53,6 +53,7 @@ pub async fn skip_gap(
 ) -> Result<SkipOutcome, OperatorError> {
     let (source, account_id, now) = (request.source, request.account_id, request.now);
     let mut tx = store.begin().await?;
+    tx.lock_account_key(account_id).await?;
     let Some(guard) = tx.lock_existing_guard(source, account_id).await? else {
         return Err(OperatorError::NothingWaiting);
     };

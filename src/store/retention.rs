@@ -15,14 +15,13 @@ use super::{Store, StoreError};
 /// (migration 0011), which holds only the events not emptied yet: without
 /// it a batch went through every done event ever stored. SQLite is told to
 /// use it (its planner, without statistics, picked `intents_by_status`).
-/// The conditions stand on the updated row too: on PostgreSQL a concurrent
-/// status change (an operator's action, a redelivery) may commit after the
-/// subquery chose the row and before the update takes its lock; the update
-/// then re-checks its own conditions on the new version (READ COMMITTED),
-/// never the subquery's, and skips a row no longer done or no longer old. A
-/// change after the update meets an emptied row, which no action reads.
+/// On PostgreSQL the subquery locks the rows it chooses and skips those
+/// another transaction holds, so no status change commits between the
+/// choice and the update; the conditions stand on the updated row too, so
+/// that this stays true without the lock. A change after the update meets
+/// an emptied row, which no action reads.
 macro_rules! purge_batch {
-    ($indexed:literal) => {
+    ($indexed:literal, $skip_locked:literal) => {
         concat!(
             "
 update intents set payload = $1, payload_purged_at = $2
@@ -33,14 +32,20 @@ where intent_id in (
     where status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
         and payload_purged_at is null and last_received_at < $3
     order by last_received_at
-    limit $4)
+    limit $4",
+            $skip_locked,
+            ")
     and status in ('applied', 'ignored', 'dismissed', 'duplicate_effect')
     and payload_purged_at is null and last_received_at < $3"
         )
     };
 }
-pub(super) const PURGE_SQLITE: &str = purge_batch!("indexed by intents_payload_due");
-const PURGE_POSTGRES: &str = purge_batch!("");
+pub(super) const PURGE_SQLITE: &str = purge_batch!("indexed by intents_payload_due", "");
+/// Skips the rows another transaction holds (a group counting a
+/// redelivery): the purge never waits for a row lock, so it closes no
+/// cycle of waits (`store::write::keys`); a skipped row goes in a later
+/// batch.
+const PURGE_POSTGRES: &str = purge_batch!("", "\n    for update skip locked");
 
 impl Store {
     /// Empties the payloads of at most `batch` done events last received

@@ -130,7 +130,7 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
     let unpause = async {
         for _ in 0..200 {
             let paused = pause.waiting_on("advisory").await;
-            let blocked = pause.waiting_on("transactionid").await;
+            let blocked = pause.blocked().await;
             if paused == 2 || (paused == 1 && blocked == 1) {
                 break;
             }

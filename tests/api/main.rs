@@ -75,6 +75,7 @@ mod interleavings;
 mod invariants;
 mod json_logs;
 mod keep_alive;
+mod key_order;
 mod kinds;
 mod lock_order;
 mod log_volume;

@@ -53,13 +53,22 @@ impl Pause {
             .unwrap();
     }
 
-    /// Backends of this test's database waiting for a lock of `kind`.
+    /// Backends of this test's database waiting for a lock of `kind`:
+    /// `advisory` is the pause's, `key` a transaction's write key
+    /// (`store::WriteKeys`, advisory locks too), any other a `pg_locks`
+    /// lock type (`transactionid`: another transaction's row).
     pub async fn waiting_on(&mut self, kind: &str) -> i64 {
         sqlx::query_scalar(
             "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
-             where a.datname = current_database() and l.locktype = $1 and not l.granted",
+             where a.datname = current_database() and not l.granted and case $1
+                 when 'advisory' then l.locktype = 'advisory' and l.objid = $2
+                     and l.classid = 0 and l.objsubid = 1
+                 when 'key' then l.locktype = 'advisory'
+                     and not (l.objid = $2 and l.classid = 0 and l.objsubid = 1)
+                 else l.locktype = $1 end",
         )
         .bind(kind)
+        .bind(PAUSE_KEY)
         .fetch_one(&mut self.observer)
         .await
         .unwrap()
@@ -80,10 +89,15 @@ impl Pause {
         panic!("{count} transaction(s) never waited on a {kind} lock at once");
     }
 
+    /// Transactions waiting for another's row or write key.
+    pub async fn blocked(&mut self) -> i64 {
+        self.waiting_on("transactionid").await + self.waiting_on("key").await
+    }
+
     /// Runs `request` while the pause is held, and releases the pause once
     /// the request either answers or waits on another transaction's row
-    /// lock: a request that should wait for the paused transaction shows
-    /// up as answered first only when it did not wait.
+    /// lock or write key: a request that should wait for the paused
+    /// transaction shows up as answered first only when it did not wait.
     pub async fn release_once_blocked<T>(&mut self, request: impl Future<Output = T>) -> T {
         tokio::pin!(request);
         let mut answered = None;
@@ -94,7 +108,7 @@ impl Pause {
                     break;
                 }
                 () = tokio::time::sleep(Duration::from_millis(50)) => {
-                    if self.waiting_on("transactionid").await > 0 {
+                    if self.blocked().await > 0 {
                         break;
                     }
                 }

@@ -166,3 +166,19 @@ pub async fn side_store(database_url: &str) -> hookledger::store::Store {
         .await
         .expect("the test reaches the binary's database")
 }
+
+/// Deadlocks PostgreSQL has ended in `app`'s database. A backend reports
+/// its statistics at most once a second, when it goes idle: read after
+/// the work is done and every backend has had two seconds to report.
+pub async fn deadlocks(app: &crate::helpers::TestApp) -> i64 {
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let mut conn = PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("select pg_stat_clear_snapshot()")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query_scalar("select deadlocks from pg_stat_database where datname = current_database()")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap()
+}

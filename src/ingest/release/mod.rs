@@ -270,6 +270,7 @@ pub async fn drain_account(
     now: DateTime<Utc>,
 ) -> Result<Released, StoreError> {
     let mut tx = store.begin().await?;
+    tx.lock_account_key(account_id).await?;
     let Some(guard) = tx.lock_existing_guard(source, account_id).await? else {
         tx.commit().await?;
         return Ok(Released::default());

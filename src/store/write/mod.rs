@@ -20,12 +20,16 @@
 //! only rows no one holds, so it never waits. So two single-event deliveries never wait on each other in a cycle.
 //! A batch (Adyen), and a group of deliveries committed together
 //! (`ingest::group_commit`), is several events in one transaction, each
-//! taking its locks in this order after the previous one's (a run of plain
-//! postings takes its guards, then its balances, each set in key order:
-//! `run`): two such transactions naming the same accounts or events in
-//! opposite orders (two instances' groups) can deadlock; PostgreSQL then
-//! aborts one (40P01), which the group writer runs again (a batch delivered
-//! alone is answered 503 and the provider retries it whole).
+//! taking its row locks in this order after the previous one's; two such
+//! transactions naming the same accounts or events in opposite orders (two
+//! instances' groups) would wait for each other's rows. So every
+//! transaction that writes several of these rows first takes the write
+//! keys of everything it may touch (accounts, events, payments), in one
+//! global order (`keys`): of two that share anything, the second waits at
+//! its first key in common, holding no row yet. Two such transactions
+//! never deadlock; a 40P01 left to PostgreSQL's detector involves a writer
+//! outside this order (the start-up rescope), and the group writer runs
+//! its group again.
 
 use sqlx::{Postgres, Sqlite, Transaction};
 
@@ -68,6 +72,7 @@ pub(super) use on_tx;
 mod audit;
 mod balances;
 mod intent;
+mod keys;
 mod ordering;
 mod payments;
 mod posting;
@@ -81,6 +86,7 @@ pub use audit::NewAudit;
 /// For the ceiling's pgbench script (`store::ceiling`).
 pub(in crate::store) use intent::INSERT_INTENT;
 pub use intent::{Claimed, IntentUpsert, NewIntent};
+pub use keys::WriteKeys;
 pub use ordering::Parked;
 /// For the ceiling's pgbench script (`store::ceiling`).
 pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};

@@ -10,10 +10,11 @@
 //! the missing ones created (at the floor, at zero) and so locked. Every
 //! value the run writes back was read under those locks, so the balances
 //! and guards written from memory are what in-place updates would have
-//! written. The transaction around the run (a group) may hold other rows
-//! already, so two groups can still deadlock: see the lock order in
-//! `write`. SQLite runs one writer at a time (`BEGIN
-//! IMMEDIATE`): nothing moves a row between the read and the write.
+//! written. The transaction around the run (a group) took the write keys
+//! of all its events first (`keys`), so no other group holds a row of the
+//! run's accounts or events meanwhile: these locks never wait for one.
+//! SQLite runs one writer at a time (`BEGIN IMMEDIATE`): nothing moves a
+//! row between the read and the write.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -84,6 +84,7 @@ mod negative_balance;
 mod once_per_payment;
 mod openapi;
 mod operator_edges;
+mod operators_racing;
 mod ordering;
 mod ordering_load;
 mod outbox;

@@ -36,7 +36,7 @@ pub struct PgbenchCredit<'a> {
 
 /// SQL text as a literal. pgbench reads `:name` in SQL as a variable, so
 /// text that may hold a colon goes in as hex.
-fn text(value: &str) -> String {
+pub(super) fn text(value: &str) -> String {
     format!(
         "convert_from(decode('{}', 'hex'), 'UTF8')",
         hex::encode(value)
@@ -123,7 +123,7 @@ pub fn pgbench_new_credit(credit: &PgbenchCredit<'_>) -> String {
 /// `sql` with every `$n` replaced by `CAST(<expression n> AS <type n>)`,
 /// on one line (pgbench reads a meta-command such as `\gset` on the line
 /// its query ends on).
-fn bind(sql: &str, params: &[(String, &str)]) -> String {
+pub(super) fn bind(sql: &str, params: &[(String, &str)]) -> String {
     let mut out = String::with_capacity(sql.len() * 2);
     let mut rest = sql;
     while let Some(at) = rest.find('$') {

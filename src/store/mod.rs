@@ -4,6 +4,7 @@
 //! type-checked against both.
 
 pub mod ceiling;
+pub mod ceiling_group;
 mod check;
 mod checkpoint;
 mod error;

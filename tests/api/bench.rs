@@ -68,6 +68,16 @@ async fn the_short_bench_runs_and_checks_itself(backend: Backend) {
         let row = row.unwrap_or_else(|| panic!("no pgbench row:\n{stdout}"));
         let transactions: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
         assert!(transactions > 0.0, "{row}");
+        // And its groups, one event per account of the 20, written
+        // set-based; their rows too are in the check.
+        let row = stdout.lines().find(|l| l.starts_with("pgbench 20/tx "));
+        let row = row.unwrap_or_else(|| panic!("no set-based pgbench row:\n{stdout}"));
+        let transactions: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(transactions > 0.0, "{row}");
+        assert!(
+            stdout.contains("http / pgbench 20/tx: new events "),
+            "{stdout}"
+        );
     }
     let correct = stdout
         .lines()

@@ -1,5 +1,6 @@
 //! The PostgreSQL ceiling measured by pgbench: the store's own statements
-//! for a new credit (`store::ceiling`), on the same schema and database,
+//! for a new credit (`store::ceiling`), and for a group of them written
+//! set-based (`store::ceiling_group`), on the same schema and database,
 //! from as many clients as the server's pool has connections, with no HTTP
 //! and no Rust in the way. Skipped, and said, where pgbench is not
 //! installed.
@@ -15,6 +16,7 @@ use super::measure::{PhaseResult, children_cpu, postgres_cpu};
 use super::plan::Planned;
 use crate::source::Source;
 use crate::store::ceiling::{PgbenchCredit, pgbench_new_credit};
+use crate::store::ceiling_group::{PREPARE_BALANCES, group_size, pgbench_group_credit};
 
 pub struct Run<'a> {
     pub database_url: &'a str,
@@ -29,12 +31,18 @@ pub struct Run<'a> {
     pub ordered: &'a [&'a str],
 }
 
-/// Runs the script; `Ok(None)` if pgbench is not installed.
+/// Events per transaction of the set-based script: about the groups the
+/// writer commits at 64 connections.
+const GROUP: usize = 32;
+
+/// Runs the script of one credit per transaction, then the set-based one
+/// (`store::ceiling_group`), each for the run's duration; `Ok(None)` if
+/// pgbench is not installed.
 pub async fn run(
     run: &Run<'_>,
     source: &Source,
     sample: &Planned,
-) -> Result<Option<PhaseResult>, String> {
+) -> Result<Option<Vec<PhaseResult>>, String> {
     if Command::new("pgbench").arg("--version").output().is_err() {
         return Ok(None);
     }
@@ -44,7 +52,7 @@ pub async fn run(
         .first()
         .ok_or("a bench delivery has no event")?;
     let prefix = format!("pgb-{}-", run.run_id);
-    let script = pgbench_new_credit(&PgbenchCredit {
+    let credit = PgbenchCredit {
         source: source.name.as_str(),
         scope: source.scope.as_str(),
         prefix: &prefix,
@@ -58,7 +66,42 @@ pub async fn run(
         destinations: run.destinations,
         ordered: run.ordered,
         now: Utc::now(),
-    });
+    };
+    let single = pgbench_new_credit(&credit);
+    let one = run_script(run, &single, "pgbench new", 1).await?;
+    prepare_balances(run.database_url, &prefix, run.accounts).await?;
+    let size = group_size(GROUP, run.accounts);
+    let grouped = pgbench_group_credit(&credit, GROUP);
+    // "pgbench 32/tx": new events per transaction.
+    let name = format!("pgbench {size}/tx");
+    let groups = run_script(run, &grouped, &name, size as u64).await?;
+    Ok(Some(vec![one, groups]))
+}
+
+/// The set-based script's balance rows (`PREPARE_BALANCES`).
+async fn prepare_balances(database_url: &str, prefix: &str, accounts: usize) -> Result<(), String> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(database_url)
+        .await
+        .map_err(|e| format!("pgbench's balances: {e}"))?;
+    sqlx::query(PREPARE_BALANCES)
+        .bind(prefix)
+        .bind(accounts as i64)
+        .bind("USD")
+        .execute(&mut conn)
+        .await
+        .map_err(|e| format!("pgbench's balances: {e}"))?;
+    Ok(())
+}
+
+/// Runs `script` from the run's clients for its duration: a row named
+/// `name`, each transaction `events` new events.
+async fn run_script(
+    run: &Run<'_>,
+    script: &str,
+    name: &str,
+    events: u64,
+) -> Result<PhaseResult, String> {
     let script_path = run.folder.join("ceiling.pgbench");
     std::fs::write(&script_path, script).map_err(|e| e.to_string())?;
     let log_prefix = run.folder.join("pgbench");
@@ -104,17 +147,17 @@ pub async fn run(
     let transactions = processed(&stdout).ok_or_else(|| format!("pgbench said: {stdout}"))?;
     let failed = failed(&stdout).unwrap_or(0);
     let latencies_us = logged_latencies(run.folder)?;
-    Ok(Some(PhaseResult {
-        name: "pgbench new".to_owned(),
+    Ok(PhaseResult {
+        name: name.to_owned(),
         elapsed: run.duration,
         answered: transactions,
-        new_events: transactions,
+        new_events: transactions * events,
         refused: failed,
         latencies_us,
         database_cpu,
         client_cpu,
         ..PhaseResult::default()
-    }))
+    })
 }
 
 /// `number of transactions actually processed: 12345` (pgbench 15; later

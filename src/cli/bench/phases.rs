@@ -106,16 +106,17 @@ impl Phases<'_> {
         Ok(())
     }
 
-    /// On PostgreSQL, pgbench's ceiling on the database at `database_url`,
-    /// for one more new event, logging next to the config; `None` on SQLite
-    /// or where pgbench is not installed.
+    /// On PostgreSQL, pgbench's ceilings on the database at `database_url`
+    /// (one new event per transaction, then groups written set-based),
+    /// logging next to the config; `None` on SQLite or where pgbench is
+    /// not installed.
     pub async fn pgbench(
         &mut self,
         (database_url, destinations): (&str, &[Destination]),
         (config_path, run_id): (&Path, &str),
         source: &Source,
         since: usize,
-    ) -> Result<Option<PhaseResult>, String> {
+    ) -> Result<Option<Vec<PhaseResult>>, String> {
         if !self.postgres {
             return Ok(None);
         }
@@ -140,7 +141,7 @@ impl Phases<'_> {
     }
 
     /// The HTTP phases' rates over the ceilings', and pgbench's row.
-    pub fn print_ratios(&self, pgbench_row: Option<PhaseResult>) {
+    pub fn print_ratios(&self, pgbench_rows: Option<Vec<PhaseResult>>) {
         let ratio = |http: &PhaseResult, ceiling: &PhaseResult, count: fn(&PhaseResult) -> u64| {
             http.per_second(count(http)) / ceiling.per_second(count(ceiling)).max(1e-9)
         };
@@ -151,13 +152,16 @@ impl Phases<'_> {
                 ratio(duplicate, ceiling_duplicate, |r| r.duplicates)
             );
         }
-        match (pgbench_row, self.rows.first()) {
-            (Some(mut row), Some(new)) => {
-                println!("{}", row.row());
-                println!(
-                    "http / pgbench ceiling: new events {:.2}",
-                    ratio(new, &row, |r| r.new_events)
-                );
+        match (pgbench_rows, self.rows.first()) {
+            (Some(rows), Some(new)) => {
+                for mut row in rows {
+                    println!("{}", row.row());
+                    println!(
+                        "http / {}: new events {:.2}",
+                        row.name,
+                        ratio(new, &row, |r| r.new_events)
+                    );
+                }
             }
             _ if self.postgres => println!("pgbench ceiling: skipped, pgbench is not installed"),
             _ => {}

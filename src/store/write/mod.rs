@@ -96,6 +96,8 @@ pub use posting::{NewLedgerEntry, NewPosting, RunPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use rewrite::ReplayedInto;
 pub use run::{RowKey, RunBalance, RunBalances, RunGuard};
+/// For the ceiling's set-based pgbench script (`store::ceiling`).
+pub(in crate::store) use run_pg::{INSERT_INTENTS, LOCK_BALANCES, LOCK_GUARDS};
 pub use scope::Rescoped;
 
 impl Store {

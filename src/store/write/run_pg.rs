@@ -15,7 +15,7 @@ use crate::domain::MessageType;
 /// `INSERT_INTENT`'s insert path for many rows; a key that exists is left
 /// as it is. Race-free as `INSERT_INTENT`: a concurrent insert of one key
 /// waits for the first transaction, then does nothing here.
-const INSERT_INTENTS: &str = "
+pub(in crate::store) const INSERT_INTENTS: &str = "
 insert into intents (source, scope, event_id, event_type, status, reason, account_id, currency,
     amount_minor, object_id, event_sequence, occurred_at, deliveries, conflicts,
     payload_sha256, payload, first_received_at, last_received_at, payment_ref, reversal,
@@ -65,14 +65,14 @@ order by e.n, d.m
 on conflict (intent_id, message_type, destination) do nothing";
 
 /// The run's existing guards, locked in key order.
-pub(super) const LOCK_GUARDS: &str = "
+pub(in crate::store) const LOCK_GUARDS: &str = "
 select source, account_id, last_sequence from sequence_guards
 where (source, account_id) in (select * from unnest($1::text[], $2::text[]))
 order by source, account_id
 for update";
 
 /// The run's existing balances, locked in key order.
-pub(super) const LOCK_BALANCES: &str = "
+pub(in crate::store) const LOCK_BALANCES: &str = "
 select account_id, currency, balance_minor, postings from balances
 where (account_id, currency) in (select * from unnest($1::text[], $2::text[]))
 order by account_id, currency

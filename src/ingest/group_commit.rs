@@ -37,9 +37,9 @@
 //!   same deliveries run again, up to three times. The group takes the
 //!   write keys of all its events first (`store::WriteKeys`), so another
 //!   group or an operator's action that shares anything with it waits, or
-//!   is waited for, whole: neither a deadlock nor that race happens
-//!   between two writers that take keys, and this path is left for the
-//!   writers that do not (the start-up rescope);
+//!   is waited for, whole: between two writers that take keys and agree
+//!   on the config, neither a deadlock nor that race happens, and this
+//!   path is left for the cases `store::write::keys` lists;
 //! - a transient error (the write turn or the pool timed out, SQLite busy
 //!   because of another process, an I/O error at commit): every delivery
 //!   of the group is answered 503 at once, never re-run one by one (each
@@ -66,6 +66,14 @@ use crate::store::{Store, StoreError, WriteTx};
 /// Deliveries committed together at most; bounds one transaction's work
 /// (and so how long an operator action may wait for its turn).
 pub const GROUP_MAX: usize = 128;
+
+/// Events one transaction decides at most, split at deliveries (a bigger
+/// delivery runs alone). On PostgreSQL each event holds up to four write
+/// keys until its transaction ends (its event, account and payment, and
+/// the account that payment was credited to: `store::WriteKeys`), each a
+/// slot of the server's shared lock table (`max_locks_per_transaction` x
+/// `max_connections`, 6,400 by default): a group takes at most some 1,000.
+const GROUP_EVENTS: usize = 256;
 
 /// How often one set of deliveries runs again after losing to another
 /// transaction, before its deliveries are answered with the error.
@@ -204,7 +212,7 @@ struct Failed {
 /// second runs, so that what commits is still in arrival order.
 async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
-    let mut parts: VecDeque<Vec<usize>> = VecDeque::from([(0..works.len()).collect()]);
+    let mut parts = within(works.iter().map(|work| work.events.len()), GROUP_EVENTS);
     while let Some(mut pending) = parts.pop_front() {
         let mut lost = 0;
         let mut runs = true;
@@ -263,6 +271,25 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
         .into_iter()
         .map(|answer| answer.unwrap_or_else(|| Err(gone())))
         .collect()
+}
+
+/// The deliveries (by their events' counts) in parts of at most `budget`
+/// events each, in order; a delivery of more is a part of its own.
+fn within(counts: impl Iterator<Item = usize>, budget: usize) -> VecDeque<Vec<usize>> {
+    let mut parts = VecDeque::new();
+    let (mut part, mut events) = (Vec::new(), 0);
+    for (index, count) in counts.enumerate() {
+        if !part.is_empty() && events + count > budget {
+            parts.push_back(std::mem::take(&mut part));
+            events = 0;
+        }
+        part.push(index);
+        events += count;
+    }
+    if !part.is_empty() {
+        parts.push_back(part);
+    }
+    parts
 }
 
 async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
@@ -395,4 +422,22 @@ pub async fn commit_together(
         .map(|(source, events, raw)| Work::new(source, events, raw))
         .collect();
     commit_group(store.clone(), Arc::new(works)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within;
+
+    #[test]
+    fn parts_keep_to_the_event_budget_at_delivery_boundaries() {
+        let parts = |counts: &[usize]| -> Vec<Vec<usize>> {
+            within(counts.iter().copied(), 10).into_iter().collect()
+        };
+        assert_eq!(parts(&[1; 4]), [vec![0, 1, 2, 3]]);
+        assert_eq!(parts(&[4, 6, 1]), [vec![0, 1], vec![2]]);
+        // A delivery larger than the budget is one part, alone.
+        assert_eq!(parts(&[3, 25, 2]), [vec![0], vec![1], vec![2]]);
+        assert_eq!(parts(&[10, 10]), [vec![0], vec![1]]);
+        assert!(parts(&[]).is_empty());
+    }
 }

@@ -45,7 +45,7 @@ pub(super) const PURGE_SQLITE: &str = purge_batch!("indexed by intents_payload_d
 /// redelivery): the purge never waits for a row lock, so it closes no
 /// cycle of waits (`store::write::keys`); a skipped row goes in a later
 /// batch.
-const PURGE_POSTGRES: &str = purge_batch!("", "\n    for update skip locked");
+const PURGE_POSTGRES: &str = purge_batch!("", "\n    for no key update skip locked");
 
 impl Store {
     /// Empties the payloads of at most `batch` done events last received

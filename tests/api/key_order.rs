@@ -14,6 +14,7 @@
 //! PostgreSQL only: SQLite runs one write transaction at a time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use hookledger::domain::{
@@ -23,6 +24,8 @@ use hookledger::domain::{
 use hookledger::ingest::{RawDelivery, commit_together};
 use hookledger::receive::sha256_hex;
 use hookledger::source::Source;
+use hookledger::store::WriteKeys;
+use sqlx::{Connection, PgConnection};
 
 use crate::helpers::{Backend, Options, TestApp, credit};
 use crate::pause::{PAUSE, Pause};
@@ -143,6 +146,88 @@ async fn two_groups_in_opposite_orders_wait_at_their_keys() {
     assert_eq!(second.await.unwrap(), ["applied", "applied"]);
     assert_eq!(app.balance("acct_x", "USD").await, 411);
     assert_eq!(app.balance("acct_y", "USD").await, 321);
-    assert_eq!(crate::postgres::deadlocks(&app).await, 0);
     app.assert_invariants().await;
+    assert_eq!(crate::postgres::deadlocks(&app).await, 0);
+}
+
+/// The keys of one statement are taken in digest order, one at a time:
+/// with the middle one held elsewhere, the first is granted, the middle
+/// waited for, and the last not yet asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_are_taken_in_order_one_at_a_time() {
+    let Some(backend) =
+        Backend::postgres_or_skip("key_order::keys_are_taken_in_order_one_at_a_time")
+    else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let accounts = ["k_a", "k_b", "k_c", "k_d", "k_e"];
+    let mut ids: Vec<i64> = accounts
+        .iter()
+        .map(|a| WriteKeys::account_lock_id(a))
+        .collect();
+    ids.sort_unstable();
+    let middle = ids[2];
+    let mut holder = PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("select pg_advisory_lock($1)")
+        .bind(middle)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let store = app.store().clone();
+    let taking = tokio::spawn(async move {
+        let mut tx = store.begin().await.unwrap();
+        let mut keys = WriteKeys::new();
+        for account in accounts {
+            keys.account(account);
+        }
+        tx.lock_keys(keys).await.unwrap();
+        tx.commit().await.unwrap();
+    });
+    let mut observer = PgConnection::connect(&app.database_url).await.unwrap();
+    let mut seen = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        // (granted, waiting) keys of the backends other than the holder.
+        let rows: Vec<(i64, bool)> = sqlx::query_as(
+            "select (l.classid::int8 << 32) | l.objid::int8, l.granted
+             from pg_locks l join pg_stat_activity a on a.pid = l.pid
+             where a.datname = current_database() and l.locktype = 'advisory'
+                 and l.objsubid = 1 and l.pid <> $1",
+        )
+        .bind(holder_pid(&mut holder).await)
+        .fetch_all(&mut observer)
+        .await
+        .unwrap();
+        let granted: Vec<i64> = rows.iter().filter(|r| r.1).map(|r| r.0).collect();
+        let waiting: Vec<i64> = rows.iter().filter(|r| !r.1).map(|r| r.0).collect();
+        seen = (granted, waiting);
+        if !seen.1.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (mut granted, waiting) = seen;
+    granted.sort_unstable();
+    assert_eq!(granted, ids[..2], "the keys before the held one, granted");
+    assert_eq!(
+        waiting,
+        [middle],
+        "waiting for the held one, the rest not asked"
+    );
+    sqlx::query("select pg_advisory_unlock($1)")
+        .bind(middle)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), taking)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+async fn holder_pid(holder: &mut PgConnection) -> i32 {
+    sqlx::query_scalar("select pg_backend_pid()")
+        .fetch_one(holder)
+        .await
+        .unwrap()
 }

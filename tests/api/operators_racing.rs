@@ -171,10 +171,10 @@ async fn operators_racing_deliveries(backend: Backend) {
         assert_eq!(last["status"], "applied", "the stream ends released");
     }
     eprintln!("operators_racing: rounds per account {rounds:?}");
+    first.assert_invariants().await;
     if matches!(first.store(), hookledger::store::Store::Postgres(..)) {
         assert_eq!(crate::postgres::deadlocks(&first).await, 0);
     }
-    first.assert_invariants().await;
 }
 
 crate::both_backends!(operators_racing_deliveries);

@@ -167,12 +167,34 @@ pub async fn side_store(database_url: &str) -> hookledger::store::Store {
         .expect("the test reaches the binary's database")
 }
 
-/// Deadlocks PostgreSQL has ended in `app`'s database. A backend reports
-/// its statistics at most once a second, when it goes idle: read after
-/// the work is done and every backend has had two seconds to report.
+/// Deadlocks PostgreSQL has ended in `app`'s database, once everything
+/// else is done with it. A backend reports its statistics when it goes
+/// idle, but at most once a second (a report due sooner waits up to ten
+/// seconds), and always when it exits: so every other backend of the
+/// database is ended first, and the count read once they are gone. The
+/// app's pools open new connections if used again.
 pub async fn deadlocks(app: &crate::helpers::TestApp) -> i64 {
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let mut conn = PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query(
+        "select pg_terminate_backend(pid) from pg_stat_activity
+         where datname = current_database() and pid <> pg_backend_pid()",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    for _ in 0..100 {
+        let left: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity
+             where datname = current_database() and pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     sqlx::query("select pg_stat_clear_snapshot()")
         .execute(&mut conn)
         .await

@@ -11,18 +11,40 @@
 //!
 //! Every transaction that writes more than one of those rows and may wait
 //! for a row lock (a group of deliveries, a batch, a replay, an operator's
-//! action, a drain step) takes the keys of what it may touch first: each
-//! key is a transaction-scoped advisory lock on a 64-bit digest of it, the
-//! payments' keys in one statement in digest order, then (once it knows
-//! which accounts those payments were credited to) the accounts' and
-//! events' keys in one statement in digest order. Two such transactions
-//! thus take their keys in one global order (payments before the rest,
-//! digest order within each), so one waits for the other at its first key
-//! in common, holding no row lock yet; and past its keys a transaction
-//! waits for no row another such transaction holds, since that one would
-//! hold a key of it. So they cannot wait in a cycle: no deadlock, by
-//! construction, not by PostgreSQL's detector and a re-run. Two keys with
-//! one digest only serialise two transactions that did not need it.
+//! apply, skip or guard reset, a drain step) takes the keys of what it may
+//! touch first. Each key is a transaction-scoped advisory lock on a 64-bit
+//! digest of it. In order:
+//! 1. a plain read (no lock) of what the named events are stored with
+//!    (their account and payment: a redelivery touches its stored row,
+//!    which a release or a refund's match reaches under those keys);
+//! 2. the payments' keys, in one statement in digest order;
+//! 3. a read of the accounts those payments were credited to (under their
+//!    keys, so no credit sets one meanwhile);
+//! 4. the accounts' and events' keys, in one statement in digest order.
+//!
+//! Two such transactions thus take their keys in one global order
+//! (payments before the rest, digest order within each), so one waits for
+//! the other at its first key in common, holding no row lock yet; and past
+//! its keys a transaction waits for no row another such transaction holds,
+//! since that one would hold a key of it. So they cannot wait in a cycle:
+//! no deadlock, by construction, not by PostgreSQL's detector and a
+//! re-run. Two keys with one digest only serialise two transactions that
+//! did not need it.
+//!
+//! What that rests on, and where it does not hold (PostgreSQL's detector
+//! then ends one transaction with 40P01, and the group writer runs its
+//! group again):
+//! - what an event is stored with changes only under its key: a replay
+//!   that rewrites it with another account or payment, committed between
+//!   another transaction's read (1) and its keys (4), leaves that one
+//!   touching rows it holds no key of;
+//! - every instance computes the same keys: one of an older version takes
+//!   none, and two that give one source different scopes (a rolling
+//!   deploy that changes `scope`) name different events and payments;
+//! - writers outside this order touch one row (a dismiss, the relay's
+//!   outbox rows) or never wait (`skip locked`: the redelivery counts, the
+//!   payload purge), except two that move many rows: the start-up rescope
+//!   and `hookledger outbox move`.
 //!
 //! Why advisory locks and not the rows' own (`select ... for update` in key
 //! order): what a group touches is not all known before it is decided (a
@@ -31,12 +53,9 @@
 //! row that does not exist yet cannot be locked without writing it. An
 //! account's key covers every row of it, existing or not.
 //!
-//! Writers outside this order touch one row (a dismiss, the relay's
-//! outbox rows) or never wait (`skip locked`: the redelivery counts, the
-//! payload purge), so neither can close a cycle. The one exception is the
-//! start-up rescope, which moves a whole scope's rows: run while another
-//! instance serves, it can still lose to PostgreSQL's deadlock detector,
-//! and start-up fails and is retried.
+//! Each key is a slot of PostgreSQL's shared lock table until the
+//! transaction ends; `ingest::group_commit` bounds a group's events so
+//! that a few instances' groups fit its default size.
 //!
 //! SQLite runs one write transaction at a time (`BEGIN IMMEDIATE`): there
 //! is nothing to order, and taking the keys does nothing.
@@ -51,20 +70,29 @@ use super::{StoreError, TxConn, WriteTx};
 /// elements in order and each row's lock is taken as the row is produced.
 const LOCK_KEYS: &str = "select pg_advisory_xact_lock(k) from unnest($1::int8[]) as k";
 
+/// The accounts and payments the stored events in `$1`, `$2` (scope, event
+/// id) were decided with: a redelivery touches its stored row, which the
+/// paths that settle other events (a release, a refund's match) take under
+/// those keys, whatever the delivery maps to now.
+const STORED_KEYS: &str = "
+select scope, account_id, payment_ref from intents
+where (scope, event_id) in (select * from unnest($1::text[], $2::text[]))
+    and (account_id is not null or payment_ref is not null)";
+
 /// The accounts the payments in `$1`, `$2` (scope, ref) were credited to.
 const PAYMENT_ACCOUNTS: &str = "
 select distinct account_id from payments
 where (scope, payment_ref) in (select * from unnest($1::text[], $2::text[]))
     and account_id is not null";
 
-/// What an operator's action on one stored event may touch: the event's
-/// scope, account and payment.
-const INTENT_KEYS: &str = "
-select scope, account_id, payment_ref from intents where source = $1 and event_id = $2";
+/// The scope of a source's stored event, for an operator's action on it.
+const INTENT_SCOPE: &str = "select scope from intents where source = $1 and event_id = $2";
 
 /// What one transaction may touch; [`WriteTx::lock_keys`] takes it.
 #[derive(Debug, Default)]
 pub struct WriteKeys {
+    /// (scope, event id) of the events named, for their stored keys.
+    events: Vec<(String, String)>,
     payments: HashSet<(String, String)>,
     rest: BTreeSet<i64>,
 }
@@ -79,8 +107,11 @@ impl WriteKeys {
         self
     }
 
+    /// An event, and with it the account and payment it is stored with.
     pub fn event(&mut self, scope: &str, event_id: &str) -> &mut Self {
-        self.rest.insert(digest(b'e', &[scope, event_id]));
+        if self.rest.insert(digest(b'e', &[scope, event_id])) {
+            self.events.push((scope.to_owned(), event_id.to_owned()));
+        }
         self
     }
 
@@ -89,6 +120,12 @@ impl WriteKeys {
         self.payments
             .insert((scope.to_owned(), payment_ref.to_owned()));
         self
+    }
+
+    /// The advisory lock id of an account's key, as `pg_locks` shows it
+    /// (`classid` the high 32 bits, `objid` the low, `objsubid` 1).
+    pub fn account_lock_id(account_id: &str) -> i64 {
+        digest(b'a', &[account_id])
     }
 
     pub fn is_empty(&self) -> bool {
@@ -132,6 +169,28 @@ impl WriteTx {
         if keys.is_empty() {
             return Ok(());
         }
+        if !keys.events.is_empty() {
+            // A plain read, before any key: what a stored event names
+            // changes only under its own key (a replay), see the module doc.
+            let (scopes, ids): (Vec<&str>, Vec<&str>) = keys
+                .events
+                .iter()
+                .map(|(scope, id)| (scope.as_str(), id.as_str()))
+                .unzip();
+            let stored: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(STORED_KEYS)
+                .bind(scopes)
+                .bind(ids)
+                .fetch_all(&mut **tx)
+                .await?;
+            for (scope, account, payment) in stored {
+                if let Some(account) = account {
+                    keys.account(&account);
+                }
+                if let Some(payment) = payment {
+                    keys.payment(&scope, &payment);
+                }
+            }
+        }
         if !keys.payments.is_empty() {
             lock(tx, &keys.payment_keys()).await?;
             // Read under the payments' keys: no writer that follows this
@@ -165,8 +224,9 @@ impl WriteTx {
     }
 
     /// Takes the keys of the stored event `event_id` of `source` (and of
-    /// `more`): a plain read first, which takes no lock, then the keys.
-    /// Nothing if the event is not stored; the action then finds nothing.
+    /// `more`): its scope read first (a plain read, no lock), then its keys
+    /// and what it is stored with. Nothing more if the event is not
+    /// stored; the action then finds nothing.
     pub async fn lock_intent_keys(
         &mut self,
         source: &str,
@@ -176,19 +236,13 @@ impl WriteTx {
         let TxConn::Postgres(tx) = &mut self.conn else {
             return Ok(());
         };
-        let row: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(INTENT_KEYS)
+        let scope: Option<(String,)> = sqlx::query_as(INTENT_SCOPE)
             .bind(source)
             .bind(event_id)
             .fetch_optional(&mut **tx)
             .await?;
-        if let Some((scope, account, payment)) = row {
+        if let Some((scope,)) = scope {
             more.event(&scope, event_id);
-            if let Some(account) = account {
-                more.account(&account);
-            }
-            if let Some(payment) = payment {
-                more.payment(&scope, &payment);
-            }
         }
         self.lock_keys(more).await
     }

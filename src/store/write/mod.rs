@@ -27,9 +27,9 @@
 //! keys of everything it may touch (accounts, events, payments), in one
 //! global order (`keys`): of two that share anything, the second waits at
 //! its first key in common, holding no row yet. Two such transactions
-//! never deadlock; a 40P01 left to PostgreSQL's detector involves a writer
-//! outside this order (the start-up rescope), and the group writer runs
-//! its group again.
+//! never deadlock; a 40P01 left to PostgreSQL's detector comes from the
+//! cases `keys` lists (a writer outside the order, instances that disagree
+//! on the config), and the group writer runs its group again.
 
 use sqlx::{Postgres, Sqlite, Transaction};
 

@@ -311,13 +311,15 @@ async fn run_together(
     let whole = |error| Failed { at: None, error };
     let mut tx = store.begin().await.map_err(whole)?;
     // Everything the group may touch, before it touches anything.
-    let keys = keys::of_events(pending.iter().flat_map(|&index| {
-        let work = &works[index];
-        work.events
-            .iter()
-            .map(|event| (work.source.scope.as_str(), event))
-    }));
-    tx.lock_keys(keys).await.map_err(whole)?;
+    if tx.takes_keys() {
+        let keys = keys::of_events(pending.iter().flat_map(|&index| {
+            let work = &works[index];
+            work.events
+                .iter()
+                .map(|event| (work.source.scope.as_str(), event))
+        }));
+        tx.lock_keys(keys).await.map_err(whole)?;
+    }
     let run_min = if runs { RUN_MIN } else { usize::MAX };
     match run_all(&mut tx, works, pending, run_min).await {
         Ok(outcomes) => {

@@ -350,7 +350,12 @@ impl WriteTx {
         unposted: &[RowKey],
     ) -> Result<(), StoreError> {
         if let TxConn::Postgres(tx) = &mut self.conn {
-            run_pg::insert_postings(tx, postings, None).await?;
+            // The entries, and their messages in the same statement.
+            let posted = self.outbox.posted().clone();
+            let messages = !posted.names.is_empty() && !postings.is_empty();
+            let destinations = (posted.names.as_slice(), posted.ordered.as_slice());
+            run_pg::insert_postings(tx, postings, messages.then_some(destinations)).await?;
+            self.queued |= messages;
         }
         let sqlite = matches!(self.conn, TxConn::Sqlite(..));
         for chunk in postings
@@ -440,10 +445,8 @@ impl WriteTx {
         if posted.names.is_empty() || postings.is_empty() {
             return Ok(());
         }
-        if let TxConn::Postgres(tx) = &mut self.conn {
-            let destinations = (posted.names.as_slice(), posted.ordered.as_slice());
-            run_pg::insert_postings(tx, postings, Some(destinations)).await?;
-            self.queued = true;
+        if matches!(self.conn, TxConn::Postgres(_)) {
+            // Written with the entries (`write_run`).
             return Ok(());
         }
         let messages: Vec<(&RunPosting<'_>, &String, String)> = postings

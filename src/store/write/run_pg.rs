@@ -5,6 +5,8 @@
 //! `values` of 60 intents is some 1,600 expressions). They write the same
 //! rows as `run`'s multi-row texts, which SQLite runs.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
@@ -129,8 +131,17 @@ pub(super) async fn insert_intents(
         .await
 }
 
-/// The ledger entries of `postings`; or, with `destinations` (the names,
-/// and those ordered), their messages.
+/// `INSERT_LEDGER_ENTRIES` and `INSERT_MESSAGES` as one statement, on the
+/// same bound arrays: the entries' insert in a `with` (PostgreSQL runs a
+/// data-modifying `with` once, to the end, whether or not it is read), the
+/// messages' as the statement. One round trip for both tables where the
+/// group writer waits for each (the messages are not read from the
+/// entries: each comes from the same arrays).
+static INSERT_ENTRIES_AND_MESSAGES: LazyLock<String> =
+    LazyLock::new(|| format!("with entries as ({INSERT_LEDGER_ENTRIES}\n)\n{INSERT_MESSAGES}"));
+
+/// The ledger entries of `postings`; with `destinations` (the names, and
+/// those ordered), their messages too, in the same statement.
 pub(super) async fn insert_postings(
     conn: &mut PgConnection,
     postings: &[RunPosting<'_>],
@@ -138,7 +149,7 @@ pub(super) async fn insert_postings(
 ) -> Result<(), sqlx::Error> {
     let text = match destinations {
         None => INSERT_LEDGER_ENTRIES,
-        Some(_) => INSERT_MESSAGES,
+        Some(_) => INSERT_ENTRIES_AND_MESSAGES.as_str(),
     };
     let query = sqlx::query(text)
         .bind(column(postings, |p| p.entry.intent_id))

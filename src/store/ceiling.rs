@@ -141,6 +141,43 @@ pub(super) fn bind(sql: &str, params: &[(String, &str)]) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A bench credit over `accounts` whose texts hold colons.
+#[cfg(test)]
+pub(super) fn test_credit(accounts: usize) -> PgbenchCredit<'static> {
+    PgbenchCredit {
+        source: "bench",
+        scope: "bench",
+        prefix: "run:1-",
+        accounts,
+        event_type: "balance.credit",
+        currency: "USD",
+        payload: br#"{"a":1}"#,
+        payload_sha256: "00",
+        signature_headers: Some(r#"{"webhook-id":"m:1"}"#),
+        signed_at: Some(1),
+        destinations: &["sink:1"],
+        ordered: &[],
+        now: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+    }
+}
+
+/// The names pgbench reads as variables in `script` (`:name`, not a
+/// `::cast`).
+#[cfg(test)]
+pub(super) fn pgbench_variables(script: &str) -> Vec<&str> {
+    script
+        .match_indices(':')
+        .filter(|(at, _)| !script[..*at].ends_with(':') && !script[at + 1..].starts_with(':'))
+        .map(|(at, _)| {
+            let name = &script[at + 1..];
+            let end = name
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(name.len());
+            &name[..end]
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,32 +198,8 @@ mod tests {
 
     #[test]
     fn colons_only_name_variables() {
-        let script = pgbench_new_credit(&PgbenchCredit {
-            source: "bench",
-            scope: "bench",
-            prefix: "run:1-",
-            accounts: 10,
-            event_type: "balance.credit",
-            currency: "USD",
-            payload: br#"{"a":1}"#,
-            payload_sha256: "00",
-            signature_headers: Some(r#"{"webhook-id":"m:1"}"#),
-            signed_at: Some(1),
-            destinations: &["sink:1"],
-            ordered: &[],
-            now: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
-        });
-        let variables: Vec<&str> = script
-            .match_indices(':')
-            .filter(|(at, _)| !script[..*at].ends_with(':') && !script[at + 1..].starts_with(':'))
-            .map(|(at, _)| {
-                let name = &script[at + 1..];
-                let end = name
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(name.len());
-                &name[..end]
-            })
-            .collect();
+        let script = pgbench_new_credit(&test_credit(10));
+        let variables = pgbench_variables(&script);
         assert!(!variables.is_empty());
         for name in variables {
             assert!(

@@ -185,26 +185,10 @@ pub fn pgbench_group_credit(credit: &PgbenchCredit<'_>, group: usize) -> String 
 
 #[cfg(test)]
 mod tests {
-    use chrono::DateTime;
-
     use super::*;
 
     fn credit(accounts: usize) -> PgbenchCredit<'static> {
-        PgbenchCredit {
-            source: "bench",
-            scope: "bench",
-            prefix: "run:1-",
-            accounts,
-            event_type: "balance.credit",
-            currency: "USD",
-            payload: br#"{"a":1}"#,
-            payload_sha256: "00",
-            signature_headers: Some(r#"{"webhook-id":"m:1"}"#),
-            signed_at: Some(1),
-            destinations: &["sink:1"],
-            ordered: &[],
-            now: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
-        }
+        crate::store::ceiling::test_credit(accounts)
     }
 
     #[test]
@@ -223,17 +207,8 @@ mod tests {
         // postings with their messages, balances, guards, commit.
         assert_eq!(script.lines().count(), 13, "{script}");
         assert!(!script.contains('$'), "every parameter bound: {script}");
-        let variables: Vec<&str> = script
-            .match_indices(':')
-            .filter(|(at, _)| !script[..*at].ends_with(':') && !script[at + 1..].starts_with(':'))
-            .map(|(at, _)| {
-                let name = &script[at + 1..];
-                let end = name
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(name.len());
-                &name[..end]
-            })
-            .collect();
+        let variables = crate::store::ceiling::pgbench_variables(&script);
+        assert!(!variables.is_empty());
         for name in variables {
             assert!(
                 ["n", "acct", "amount", "seq", "ids"].contains(&name),

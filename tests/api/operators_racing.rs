@@ -23,8 +23,9 @@ use hookledger::providers::Sample;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{Backend, DEMO_SECRET, TestApp, credit_seq, json_with_status};
+use crate::helpers::{Backend, TestApp, credit_seq};
 use crate::samples::debit_seq;
+use crate::two_writers::sent;
 
 const ACCOUNTS: usize = 6;
 const CREDIT: i64 = 10;
@@ -36,21 +37,6 @@ fn seconds() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4)
-}
-
-/// Delivers `sample` until it is answered other than 503, as a provider
-/// retries; the answer.
-async fn sent(app: &TestApp, source: &str, sample: &Sample) -> Value {
-    for _ in 0..50 {
-        let response = app
-            .deliver(source, "standard-webhooks", DEMO_SECRET, sample)
-            .await;
-        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
-            return json_with_status(response, StatusCode::OK).await;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{} answered 503 fifty times", sample.event_id);
 }
 
 /// To `apps[first]`, and every fifth time to the other as well, at once:

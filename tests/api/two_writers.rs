@@ -33,7 +33,7 @@ fn plain(a: i64, n: i64) -> Sample {
 
 /// Delivers `sample` until it is answered 200, retrying a 503 as a
 /// provider would (a handful of times); its answer.
-async fn sent(app: &TestApp, source: &str, sample: &Sample) -> Value {
+pub async fn sent(app: &TestApp, source: &str, sample: &Sample) -> Value {
     for _ in 0..20 {
         let response = app
             .deliver(source, "standard-webhooks", DEMO_SECRET, sample)

@@ -1,28 +1,25 @@
 //! The keys an event's decision may touch (`store::WriteKeys`), taken by
 //! every transaction that decides events before it decides the first.
 
-use crate::domain::{Link, Movement, NormalisedEvent, Rejection};
+use crate::domain::{Link, Movement, NormalisedEvent};
 use crate::store::WriteKeys;
 
-/// Adds what deciding `event` in `scope` may touch: its intent, its
-/// account, and the payment it credits or reverses (with the account that
-/// payment was credited to, which a reversal posts to). The intent is
-/// covered by the account or payment key where the event names one (every
-/// delivery of it does), and by its own key where it names neither.
+/// Adds what deciding `event` in `scope` may touch: its intent (by its own
+/// key: two deliveries of one event may map to different accounts, from
+/// two sources sharing a scope or a body that changed), its account, and
+/// the payment it credits or reverses (with the account that payment was
+/// credited to, which a reversal posts to).
 pub(crate) fn add_event(keys: &mut WriteKeys, scope: &str, event: &NormalisedEvent) {
-    let id = event.event_id.as_str();
+    keys.event(scope, event.event_id.as_str());
     match &event.movement {
-        Movement::None | Movement::Rejected(Rejection { account: None, .. }) => {
-            keys.event(scope, id);
-        }
-        Movement::Rejected(Rejection {
-            account: Some(account),
-            ..
-        }) => {
-            keys.stored(scope, id).account(account.as_str());
+        Movement::None => {}
+        Movement::Rejected(rejection) => {
+            if let Some(account) = &rejection.account {
+                keys.account(account.as_str());
+            }
         }
         Movement::Post(posting) => {
-            keys.stored(scope, id).account(posting.account.as_str());
+            keys.account(posting.account.as_str());
             match &posting.link {
                 Link::None => {}
                 Link::Pays(payment) | Link::PaysPart(payment) => {
@@ -34,7 +31,6 @@ pub(crate) fn add_event(keys: &mut WriteKeys, scope: &str, event: &NormalisedEve
             }
         }
         Movement::Reverse(request) => {
-            keys.stored(scope, id);
             if let Some(account) = &request.account {
                 keys.account(account.as_str());
             }

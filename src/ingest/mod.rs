@@ -73,10 +73,10 @@ pub async fn ingest(
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
     let mut tx = store.begin().await?;
-    tx.lock_keys(keys::of_events(
-        events.iter().map(|event| (source.scope.as_str(), event)),
-    ))
-    .await?;
+    if tx.takes_keys() {
+        let keys = keys::of_events(events.iter().map(|event| (source.scope.as_str(), event)));
+        tx.lock_keys(keys).await?;
+    }
     let mut outcomes = Vec::with_capacity(events.len());
     for event in events {
         outcomes.push(run(&mut tx, source, event, raw).await?);

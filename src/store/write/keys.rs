@@ -5,9 +5,9 @@
 //! What a transaction may touch is named by three kinds of key:
 //! - an account: its balances (every currency), its sequence guards (every
 //!   source), its ledger entries and the intents parked on it;
-//! - an event, (scope, event id): its intent row, where the event names no
-//!   account and no payment (otherwise that key covers every delivery of
-//!   it, and the stored row under what it is stored with);
+//! - an event, (scope, event id): its intent row (two deliveries of one
+//!   event may name different accounts: two sources sharing a scope, a
+//!   body that changed);
 //! - a payment, (scope, payment ref): its payment row and the reversals
 //!   waiting unmatched for it.
 //!
@@ -111,16 +111,9 @@ impl WriteKeys {
 
     /// An event, and with it the account and payment it is stored with.
     pub fn event(&mut self, scope: &str, event_id: &str) -> &mut Self {
-        self.rest.insert(digest(b'e', &[scope, event_id]));
-        self.stored(scope, event_id)
-    }
-
-    /// The account and payment an event is stored with, not the event's
-    /// own key: for an event whose account or payment key covers every
-    /// delivery of it (two deliveries of one event name the same), which
-    /// halves the keys of a group of postings.
-    pub fn stored(&mut self, scope: &str, event_id: &str) -> &mut Self {
-        self.events.push((scope.to_owned(), event_id.to_owned()));
+        if self.rest.insert(digest(b'e', &[scope, event_id])) {
+            self.events.push((scope.to_owned(), event_id.to_owned()));
+        }
         self
     }
 

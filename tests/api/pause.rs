@@ -54,21 +54,22 @@ impl Pause {
     }
 
     /// Backends of this test's database waiting for a lock of `kind`:
-    /// `advisory` is the pause's, `key` a transaction's write key
-    /// (`store::WriteKeys`, advisory locks too), any other a `pg_locks`
-    /// lock type (`transactionid`: another transaction's row).
+    /// `advisory` a test's pause (a small key: `PAUSE_KEY`, or another a
+    /// test holds apart), `key` a transaction's write key
+    /// (`store::WriteKeys`: advisory locks on 64-bit digests, whose high 32
+    /// bits are all zero once in four billion), any other a
+    /// `pg_locks` lock type (`transactionid`: another transaction's row).
     pub async fn waiting_on(&mut self, kind: &str) -> i64 {
         sqlx::query_scalar(
             "select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid
              where a.datname = current_database() and not l.granted and case $1
-                 when 'advisory' then l.locktype = 'advisory' and l.objid = $2
+                 when 'advisory' then l.locktype = 'advisory'
                      and l.classid = 0 and l.objsubid = 1
                  when 'key' then l.locktype = 'advisory'
-                     and not (l.objid = $2 and l.classid = 0 and l.objsubid = 1)
+                     and not (l.classid = 0 and l.objsubid = 1)
                  else l.locktype = $1 end",
         )
         .bind(kind)
-        .bind(PAUSE_KEY)
         .fetch_one(&mut self.observer)
         .await
         .unwrap()

@@ -9,7 +9,7 @@ use crate::store::WriteKeys;
 /// two sources sharing a scope or a body that changed), its account, and
 /// the payment it credits or reverses (with the account that payment was
 /// credited to, which a reversal posts to).
-pub(crate) fn add_event(keys: &mut WriteKeys, scope: &str, event: &NormalisedEvent) {
+fn add_event(keys: &mut WriteKeys, scope: &str, event: &NormalisedEvent) {
     keys.event(scope, event.event_id.as_str());
     match &event.movement {
         Movement::None => {}

@@ -41,101 +41,156 @@ pub fn group_size(group: usize, accounts: usize) -> usize {
 
 /// The script of groups of [`group_size`] credits.
 pub fn pgbench_group_credit(credit: &PgbenchCredit<'_>, group: usize) -> String {
-    let size = group_size(group, credit.accounts);
-    let last = size - 1;
-    let now = format!("to_timestamp({})", credit.now.timestamp());
-    // An array of `expression` (of the event's position `i`) over the group.
-    let each = |expression: &str| {
-        format!("array(select {expression} from generate_series(0, {last}) as g(i) order by i)")
-    };
-    let repeated = |value: &str| each(value);
-    let events = each(&format!(
-        "{} || 'e' || (CAST(:n AS bigint) * {size} + i)",
-        text(credit.prefix)
-    ));
-    let accounts = each(&format!(
-        "{} || 'a' || ((CAST(:acct AS bigint) + i) % {} + 1)",
-        text(credit.prefix),
-        credit.accounts.max(1)
-    ));
-    let optional = |value: Option<String>| value.unwrap_or_else(|| "null".to_owned());
-    let (source, currency) = (text(credit.source), text(credit.currency));
-    let payload = format!("decode('{}', 'hex')", hex::encode(credit.payload));
-    let intents = [
-        (repeated(&source), "text[]"),
-        (repeated(&text(credit.scope)), "text[]"),
-        (events.clone(), "text[]"),
-        (repeated(&text(credit.event_type)), "text[]"),
-        (repeated("'applied'"), "text[]"),
-        (repeated("null::text"), "text[]"),
-        (accounts.clone(), "text[]"),
-        (repeated(&currency), "text[]"),
-        (repeated("CAST(:amount AS bigint)"), "int8[]"),
-        (repeated("null::text"), "text[]"),
-        (repeated("CAST(:seq AS bigint)"), "int8[]"),
-        (repeated(&now), "timestamptz[]"),
-        (repeated(&text(credit.payload_sha256)), "text[]"),
-        (repeated(&payload), "bytea[]"),
-        (repeated(&now), "timestamptz[]"),
-        (repeated("null::text"), "text[]"),
-        (repeated("null::text"), "text[]"),
-        (repeated("null::bigint"), "int8[]"),
-        (repeated("null::text"), "text[]"),
-        (repeated("false"), "bool[]"),
-        (
-            repeated(&format!(
-                "{}::text",
-                optional(credit.signature_headers.map(text))
-            )),
-            "text[]",
-        ),
-        (
-            repeated(&format!(
-                "{}::bigint",
-                optional(credit.signed_at.map(|t| t.to_string()))
-            )),
-            "int8[]",
-        ),
-        (events.clone(), "text[]"),
-        (repeated(&text("webhook")), "text[]"),
-    ];
-    let keys = format!(
-        "select pg_advisory_xact_lock(k) from (select distinct hashtextextended(key, 0) as k \
-         from unnest({accounts} || {events}) as key order by k) as keys;"
-    );
-    let insert_intents = format!(
-        "with ins as ({}) select array_agg(ins.intent_id order by e.n) as ids from ins \
-         join unnest({events}) with ordinality as e(event_id, n) on e.event_id = ins.event_id \
-         \\gset",
-        bind(INSERT_INTENTS, &intents)
-    );
+    let group = Group::new(credit, group_size(group, credit.accounts));
+    let (source, currency) = (&group.source, &group.currency);
     let lock_guards = bind(
         LOCK_GUARDS,
-        &[(repeated(&source), "text[]"), (accounts.clone(), "text[]")],
+        &[
+            (group.each(source), "text[]"),
+            (group.accounts.clone(), "text[]"),
+        ],
     );
     let lock_balances = bind(
         LOCK_BALANCES,
         &[
-            (accounts.clone(), "text[]"),
-            (repeated(&currency), "text[]"),
+            (group.accounts.clone(), "text[]"),
+            (group.each(currency), "text[]"),
         ],
     );
-    let entries = format!(
-        "insert into ledger_entries (intent_id, source, event_id, account_id, currency, \
-         amount_minor, balance_after_minor, object_id, operator_applied, created_at, \
-         credits_payment, account_seq) \
-         select u.intent_id, {source}, u.event_id, u.account_id, {currency}, \
-         CAST(:amount AS bigint), b.balance_minor + CAST(:amount AS bigint), null, false, {now}, \
-         null, b.postings + 1 \
-         from unnest(CAST(:ids AS int8[]), {events}, {accounts}) as u(intent_id, event_id, account_id) \
-         join balances b on b.account_id = u.account_id and b.currency = {currency} \
-         returning intent_id, event_id, account_id, balance_after_minor, account_seq"
-    );
-    let destinations: Vec<String> = credit.destinations.iter().map(|d| text(d)).collect();
-    let ordered: Vec<String> = credit.ordered.iter().map(|d| text(d)).collect();
-    let post = match destinations.is_empty() {
-        true => format!("{entries};"),
-        false => format!(
+    let [balances, guards] = group.upserts();
+    [
+        "\\set n random(1, 100000000000000)".to_owned(),
+        format!("\\set acct random(0, {})", credit.accounts.max(1) - 1),
+        "\\set amount random(1, 10000)".to_owned(),
+        "\\set seq random(1, 1000000000)".to_owned(),
+        "begin isolation level read committed;".to_owned(),
+        group.keys(),
+        group.insert_intents(credit),
+        format!("{lock_guards};"),
+        format!("{lock_balances};"),
+        group.post(credit),
+        balances,
+        guards,
+        "commit;".to_owned(),
+    ]
+    .join("\n")
+        + "\n"
+}
+
+/// The SQL expressions one group's statements share.
+struct Group {
+    size: usize,
+    now: String,
+    source: String,
+    currency: String,
+    /// The group's event ids, an array by position.
+    events: String,
+    /// Their accounts, one each, an array by position.
+    accounts: String,
+}
+
+impl Group {
+    fn new(credit: &PgbenchCredit<'_>, size: usize) -> Self {
+        let prefix = text(credit.prefix);
+        let mut group = Group {
+            size,
+            now: format!("to_timestamp({})", credit.now.timestamp()),
+            source: text(credit.source),
+            currency: text(credit.currency),
+            events: String::new(),
+            accounts: String::new(),
+        };
+        group.events = group.each(&format!(
+            "{prefix} || 'e' || (CAST(:n AS bigint) * {size} + i)"
+        ));
+        group.accounts = group.each(&format!(
+            "{prefix} || 'a' || ((CAST(:acct AS bigint) + i) % {} + 1)",
+            credit.accounts.max(1)
+        ));
+        group
+    }
+
+    /// An array of `expression` (of the event's position `i`, or none: the
+    /// same value for each) over the group.
+    fn each(&self, expression: &str) -> String {
+        format!(
+            "array(select {expression} from generate_series(0, {}) as g(i) order by i)",
+            self.size - 1
+        )
+    }
+
+    /// The write keys (stand-in digests), in order, as one statement.
+    fn keys(&self) -> String {
+        let (accounts, events) = (&self.accounts, &self.events);
+        format!(
+            "select pg_advisory_xact_lock(k) from (select distinct hashtextextended(key, 0) as k \
+             from unnest({accounts} || {events}) as key order by k) as keys;"
+        )
+    }
+
+    /// `INSERT_INTENTS`, handing back the new ids by position as `:ids`.
+    fn insert_intents(&self, credit: &PgbenchCredit<'_>) -> String {
+        let optional = |value: Option<String>| value.unwrap_or_else(|| "null".to_owned());
+        let payload = format!("decode('{}', 'hex')", hex::encode(credit.payload));
+        let headers = optional(credit.signature_headers.map(text));
+        let signed_at = optional(credit.signed_at.map(|t| t.to_string()));
+        let intents = [
+            (self.each(&self.source), "text[]"),
+            (self.each(&text(credit.scope)), "text[]"),
+            (self.events.clone(), "text[]"),
+            (self.each(&text(credit.event_type)), "text[]"),
+            (self.each("'applied'"), "text[]"),
+            (self.each("null::text"), "text[]"),
+            (self.accounts.clone(), "text[]"),
+            (self.each(&self.currency), "text[]"),
+            (self.each("CAST(:amount AS bigint)"), "int8[]"),
+            (self.each("null::text"), "text[]"),
+            (self.each("CAST(:seq AS bigint)"), "int8[]"),
+            (self.each(&self.now), "timestamptz[]"),
+            (self.each(&text(credit.payload_sha256)), "text[]"),
+            (self.each(&payload), "bytea[]"),
+            (self.each(&self.now), "timestamptz[]"),
+            (self.each("null::text"), "text[]"),
+            (self.each("null::text"), "text[]"),
+            (self.each("null::bigint"), "int8[]"),
+            (self.each("null::text"), "text[]"),
+            (self.each("false"), "bool[]"),
+            (self.each(&format!("{headers}::text")), "text[]"),
+            (self.each(&format!("{signed_at}::bigint")), "int8[]"),
+            (self.events.clone(), "text[]"),
+            (self.each(&text("webhook")), "text[]"),
+        ];
+        format!(
+            "with ins as ({}) select array_agg(ins.intent_id order by e.n) as ids from ins \
+             join unnest({}) with ordinality as e(event_id, n) on e.event_id = ins.event_id \
+             \\gset",
+            bind(INSERT_INTENTS, &intents),
+            self.events
+        )
+    }
+
+    /// The ledger entries, computed against the locked balance rows, and
+    /// with destinations their messages in the same statement.
+    fn post(&self, credit: &PgbenchCredit<'_>) -> String {
+        let (source, currency, now) = (&self.source, &self.currency, &self.now);
+        let (events, accounts) = (&self.events, &self.accounts);
+        let entries = format!(
+            "insert into ledger_entries (intent_id, source, event_id, account_id, currency, \
+             amount_minor, balance_after_minor, object_id, operator_applied, created_at, \
+             credits_payment, account_seq) \
+             select u.intent_id, {source}, u.event_id, u.account_id, {currency}, \
+             CAST(:amount AS bigint), b.balance_minor + CAST(:amount AS bigint), null, false, \
+             {now}, null, b.postings + 1 \
+             from unnest(CAST(:ids AS int8[]), {events}, {accounts}) \
+             as u(intent_id, event_id, account_id) \
+             join balances b on b.account_id = u.account_id and b.currency = {currency} \
+             returning intent_id, event_id, account_id, balance_after_minor, account_seq"
+        );
+        if credit.destinations.is_empty() {
+            return format!("{entries};");
+        }
+        let names = |list: &[&str]| list.iter().map(|d| text(d)).collect::<Vec<_>>().join(", ");
+        format!(
             "with l as ({entries}) insert into outbox (destination, message_id, message_type, \
              intent_id, source, event_id, event_status, account_id, currency, amount_minor, \
              balance_after_minor, account_seq, object_id, occurred_at, posted_at, \
@@ -146,41 +201,33 @@ pub fn pgbench_group_credit(credit: &PgbenchCredit<'_>, group: usize) -> String 
              {now}, d.destination = any(array[{}]::text[]) \
              from l cross join unnest(array[{}]::text[]) as d(destination) \
              on conflict (intent_id, message_type, destination) do nothing;",
-            ordered.join(", "),
-            destinations.join(", ")
-        ),
-    };
-    let balances = format!(
-        "insert into balances (account_id, currency, balance_minor, updated_at, postings) \
-         select a, {currency}, CAST(:amount AS bigint), {now}, 1 from unnest({accounts}) as a \
-         on conflict (account_id, currency) do update \
-         set balance_minor = balances.balance_minor + excluded.balance_minor, \
-         updated_at = excluded.updated_at, postings = balances.postings + 1;"
-    );
-    let guards = format!(
-        "insert into sequence_guards (source, account_id, last_sequence, updated_at) \
-         select {source}, a, CAST(:seq AS bigint), {now} from unnest({accounts}) as a \
-         on conflict (source, account_id) do update \
-         set last_sequence = greatest(sequence_guards.last_sequence, excluded.last_sequence), \
-         updated_at = excluded.updated_at;"
-    );
-    [
-        "\\set n random(1, 100000000000000)".to_owned(),
-        format!("\\set acct random(0, {})", credit.accounts.max(1) - 1),
-        "\\set amount random(1, 10000)".to_owned(),
-        "\\set seq random(1, 1000000000)".to_owned(),
-        "begin isolation level read committed;".to_owned(),
-        keys,
-        insert_intents,
-        format!("{lock_guards};"),
-        format!("{lock_balances};"),
-        post,
-        balances,
-        guards,
-        "commit;".to_owned(),
-    ]
-    .join("\n")
-        + "\n"
+            names(credit.ordered),
+            names(credit.destinations)
+        )
+    }
+
+    /// The balances and guards, each one upsert relative to its rows.
+    fn upserts(&self) -> [String; 2] {
+        let (source, currency, now, accounts) =
+            (&self.source, &self.currency, &self.now, &self.accounts);
+        [
+            format!(
+                "insert into balances (account_id, currency, balance_minor, updated_at, postings) \
+                 select a, {currency}, CAST(:amount AS bigint), {now}, 1 \
+                 from unnest({accounts}) as a \
+                 on conflict (account_id, currency) do update \
+                 set balance_minor = balances.balance_minor + excluded.balance_minor, \
+                 updated_at = excluded.updated_at, postings = balances.postings + 1;"
+            ),
+            format!(
+                "insert into sequence_guards (source, account_id, last_sequence, updated_at) \
+                 select {source}, a, CAST(:seq AS bigint), {now} from unnest({accounts}) as a \
+                 on conflict (source, account_id) do update \
+                 set last_sequence = greatest(sequence_guards.last_sequence, \
+                 excluded.last_sequence), updated_at = excluded.updated_at;"
+            ),
+        ]
+    }
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ where source = $1 and account_id = $2";
 const MARK_IN_ORDER: &str = "update intents set late = false where intent_id = $1";
 
 /// Stale events of an account above `sequence`, in the order a guard reset
-/// applies them (the `intents_by_sequence` index).
+/// applies them (the `intents_sequenced` index).
 const STALE_ABOVE: &str = "
 select event_id from intents
 where source = $1 and account_id = $2 and event_sequence > $3 and status = 'stale'
@@ -86,7 +86,9 @@ from ledger_entries where source = $1 and account_id = $2";
 
 /// The event that holds `sequence` for this account, other than the intent
 /// being decided: applied, parked, or held as stale. Read under the guard
-/// lock, and no such row is created or released without that lock.
+/// lock, and no such row is created or released without that lock. Found
+/// through `intents_sequenced`, which holds only events with a sequence:
+/// the comparison implies it.
 const SEQUENCE_HOLDER: &str = "
 select event_id from intents
 where source = $1 and account_id = $2 and event_sequence = $3
@@ -348,5 +350,29 @@ impl WriteTx {
             .await
             .map(drop))?;
         Ok(())
+    }
+}
+
+/// SQLite's plans: the reads by sequence find their rows through
+/// `intents_sequenced`, whose condition (a sequence) their comparisons
+/// imply; without it they would walk an account's every event.
+#[cfg(test)]
+mod plans {
+    use super::{SEQUENCE_HOLDER, STALE_ABOVE};
+    use crate::store::plans::{migrated, plan, scans_a_table};
+
+    #[tokio::test]
+    async fn the_reads_by_sequence_search_the_sequenced_index() {
+        let pool = migrated().await;
+        for (name, sql) in [("holder", SEQUENCE_HOLDER), ("stale", STALE_ABOVE)] {
+            let plan = plan(&pool, sql).await;
+            assert!(
+                plan.contains(
+                    "USING INDEX intents_sequenced (source=? AND account_id=? AND event_sequence"
+                ),
+                "{name}:\n{plan}"
+            );
+            assert!(!scans_a_table(&plan), "{name}:\n{plan}");
+        }
     }
 }

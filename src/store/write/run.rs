@@ -382,7 +382,10 @@ impl WriteTx {
                 query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
-        self.enqueue_run(postings).await?;
+        if sqlite {
+            // PostgreSQL wrote them with the entries, above.
+            self.enqueue_run(postings).await?;
+        }
         for chunk in balances.chunks(per_statement(5)) {
             on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(
@@ -438,15 +441,11 @@ impl WriteTx {
         Ok(())
     }
 
-    /// The run's `ledger.posted` messages: one per posting and destination
-    /// that takes them, `ordered` where the destination is.
+    /// SQLite: the run's `ledger.posted` messages, one per posting and
+    /// destination that takes them, `ordered` where the destination is.
     async fn enqueue_run(&mut self, postings: &[RunPosting<'_>]) -> Result<(), StoreError> {
         let posted = self.outbox().posted().clone();
         if posted.names.is_empty() || postings.is_empty() {
-            return Ok(());
-        }
-        if matches!(self.conn, TxConn::Postgres(_)) {
-            // Written with the entries (`write_run`).
             return Ok(());
         }
         let messages: Vec<(&RunPosting<'_>, &String, String)> = postings

@@ -316,6 +316,10 @@ impl Provider for StandardWebhooks {
         if let Some(sequence) = sample.sequence {
             data["sequence"] = json!(sequence);
         }
+        if let Some(payment) = &sample.payment {
+            // Read where a source's `payment_path` points there.
+            data["payment_id"] = json!(payment);
+        }
         let timestamp = from_unix_seconds(sample.timestamp).map(|t| t.to_rfc3339());
         json!({
             "type": sample.event_type.as_deref().unwrap_or(CREDIT_TYPE),

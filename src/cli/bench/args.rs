@@ -52,6 +52,11 @@ pub struct BenchArgs {
     /// on the same machine). Its CPU is not in the server's column.
     #[arg(long, requires = "outbox", conflicts_with = "relay_later")]
     pub relay_apart: bool,
+    /// Every new credit is a payment's (its own payment id, the source's
+    /// `payment_path` set), as a provider's credits are: the path that
+    /// books each payment once.
+    #[arg(long)]
+    pub payments: bool,
     /// The hookledger binary whose `serve` is driven (default: this one),
     /// to compare two builds under one load generator; the ceilings are
     /// always this binary's own.

@@ -70,6 +70,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         &database,
         (&secret_text, args.pool),
         destination.as_deref().map(|url| (sink_name.as_str(), url)),
+        args.payments,
     )?;
     let outcome = bench(
         &args,
@@ -110,7 +111,8 @@ async fn bench(
         args,
         duration: Duration::from_secs(args.seconds),
         postgres,
-        ledger: Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts),
+        ledger: Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts)
+            .paying(args.payments),
         rng: Rng::new(seed),
         rows: Vec::new(),
     };

@@ -51,6 +51,8 @@ pub struct Ledger {
     /// event takes the odd number below, once).
     sequence: Vec<i64>,
     late_used: Vec<i64>,
+    /// Each new credit is a payment's, with an id of its own.
+    payments: bool,
     /// Every event answered 200 (new ones), for redeliveries.
     pub accepted: Vec<Planned>,
     /// Per account, the sum of the accepted credits.
@@ -67,10 +69,16 @@ impl Ledger {
             accounts,
             sequence: vec![0; accounts],
             late_used: vec![0; accounts],
+            payments: false,
             accepted: Vec::new(),
             expected: HashMap::new(),
             next_id: 0,
         }
+    }
+
+    /// With `payments`, each new credit names a payment of its own.
+    pub fn paying(self, payments: bool) -> Self {
+        Self { payments, ..self }
     }
 
     pub fn account_id(&self, account: usize) -> String {
@@ -122,7 +130,9 @@ impl Ledger {
                 currency: "USD".to_owned(),
                 sequence: Some(sequence),
                 timestamp,
-                payment: None,
+                payment: self
+                    .payments
+                    .then(|| format!("pay-{}-{}", self.run, self.next_id)),
             };
             planned.push(Planned {
                 signed: signed_sample(&self.kind, &self.secret, &sample)?,

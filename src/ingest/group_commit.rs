@@ -16,8 +16,8 @@
 //! Why it is safe: every event is decided in arrival order, each seeing the
 //! ones before it (a redelivery of an event earlier in the same group is a
 //! duplicate, as it would be after that event's commit), by exactly the
-//! statements it would run alone, or for a run of plain postings by the
-//! same rules in memory with the run's writes set-based
+//! statements it would run alone, or for a run of postings (plain ones and
+//! payments' credits) by the same rules in memory with the run's writes set-based
 //! ([`super::run_of_postings`]); and no answer leaves before the commit
 //! that makes it true. A request cut off while its delivery waits
 //! (a client gone, a shutdown's deadline) may be committed and unanswered:
@@ -334,8 +334,8 @@ async fn run_together(
     }
 }
 
-/// Every event of the deliveries, in arrival order: runs of plain
-/// postings together ([`run_of_postings`]), every other event alone.
+/// Every event of the deliveries, in arrival order: runs of postings
+/// together ([`run_of_postings`]), every other event alone.
 async fn run_all(
     tx: &mut WriteTx,
     works: &[Work],
@@ -373,29 +373,52 @@ async fn run_all(
                     at: failed.item.map(|item| run[item].0),
                     error: failed.error,
                 })?;
-            for (&(position, _), outcome) in run.iter().zip(decided) {
-                outcomes[position].push(outcome);
+            if let Some(decided) = decided {
+                for (&(position, _), outcome) in run.iter().zip(decided) {
+                    outcomes[position].push(outcome);
+                }
+                next += length;
+                continue;
             }
-            next += length;
+            // A reversal waits for one of the run's payments: every event
+            // of it alone.
+            for _ in 0..length {
+                let (position, event) = events[next];
+                outcomes[position]
+                    .push(alone(tx, source(position), event, &raws[position], position).await?);
+                next += 1;
+            }
         } else {
             let (position, event) = events[next];
-            let outcome = run(tx, source(position), event, &raws[position]).await;
-            outcomes[position].push(outcome.map_err(|error| Failed {
-                at: Some(position),
-                error,
-            })?);
+            outcomes[position]
+                .push(alone(tx, source(position), event, &raws[position], position).await?);
             next += 1;
         }
     }
     Ok(outcomes)
 }
 
+/// One event decided alone, by the statements it would run by itself; a
+/// failure is the delivery's own.
+async fn alone(
+    tx: &mut WriteTx,
+    source: &Source,
+    event: &NormalisedEvent,
+    raw: &RawDelivery<'_>,
+    position: usize,
+) -> Result<Outcome, Failed> {
+    run(tx, source, event, raw).await.map_err(|error| Failed {
+        at: Some(position),
+        error,
+    })
+}
+
 /// Shorter runs are decided alone: a run's seven statements cost more than
 /// one event's four.
 const RUN_MIN: usize = 2;
 
-/// How many of `events`, from the first, make one run: plain postings
-/// with no key twice (a redelivery of an event earlier in the run starts
+/// How many of `events`, from the first, make one run: postings a run may
+/// hold, with no key twice (a redelivery of an event earlier in the run starts
 /// the next run, where it is a duplicate as one by one).
 fn run_length<'a>(
     events: &[(usize, &NormalisedEvent)],
@@ -406,7 +429,7 @@ fn run_length<'a>(
         .iter()
         .take_while(|&&(position, event)| {
             let source = source(position);
-            run_of_postings::plain(source, event).is_some()
+            run_of_postings::in_run(source, event).is_some()
                 && keys.insert((source.scope.as_str(), event.event_id.as_str()))
         })
         .count()

@@ -44,9 +44,9 @@ pub use rows::{
 };
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
-    PaymentCredit, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped, RowKey,
-    RunBalance, RunBalances, RunGuard, RunPosting, UnmatchedRow, WriteKeys, WriteTx,
-    received_at_text,
+    PaymentCredit, PaymentKey, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped,
+    RowKey, RunBalance, RunBalances, RunCredit, RunGuard, RunLate, RunPayment, RunPosting,
+    UnmatchedRow, WriteKeys, WriteTx, received_at_text,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

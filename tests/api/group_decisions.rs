@@ -8,7 +8,11 @@
 //! `negative_balance`, contiguous numbers parked and then released by the
 //! gap-filler, a payment credited twice (`duplicate_effect`), a refund
 //! before its payment (unmatched, released by the credit) and after it,
-//! a refund larger than the payment, batches, events with no effect.
+//! a refund larger than the payment, batches, events with no effect. And
+//! groups made mostly of payments' credits, which runs decide in memory
+//! where the payment is new to the database: new payments whole and in
+//! parts, a payment credited before or earlier in the same run, credits
+//! below their guard, refunds that came first and wait.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +22,7 @@ use hookledger::domain::{
     AccountId, Basis, Currency, Direction, EventId, Link, Movement, NormalisedEvent, Origin,
     PositiveAmount, Posting, Rejection, Reversal, ReverseRequest,
 };
-use hookledger::ingest::{RawDelivery, commit_together, ingest_direct};
+use hookledger::ingest::{Outcome, RawDelivery, commit_together, ingest_direct};
 use hookledger::receive::sha256_hex;
 use hookledger::rng::SplitMix64;
 use hookledger::source::Source;
@@ -39,8 +43,21 @@ struct Planned {
 const ACCOUNTS: [&str; 3] = ["acct_a", "acct_b", "acct_c"];
 const CURRENCIES: [&str; 2] = ["USD", "EUR"];
 
+/// What a plan's deliveries are mostly made of.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// Every kind of decision.
+    Every,
+    /// Payments' credits, with plain postings and refunds between them.
+    Payments,
+}
+
 /// Random deliveries from `seed`.
 struct Plan {
+    mix: Mix,
+    /// In every event and payment id: plans of several seeds go to one
+    /// database, each with events and payments of its own.
+    tag: u64,
     rng: SplitMix64,
     planned: Vec<Planned>,
     /// The next contiguous number per account of the `ledger` source.
@@ -48,18 +65,23 @@ struct Plan {
     /// Numbers skipped so far per account, for a later gap-filler.
     gaps: [Vec<i64>; 3],
     payments: u64,
+    /// Payments credited in parts so far.
+    parted: u64,
     events: u64,
     start: DateTime<Utc>,
 }
 
 impl Plan {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, mix: Mix) -> Self {
         Plan {
+            mix,
+            tag: seed,
             rng: SplitMix64::new(seed),
             planned: Vec::new(),
             contiguous: [1; 3],
             gaps: Default::default(),
             payments: 0,
+            parted: 0,
             events: 0,
             start: Utc.with_ymd_and_hms(2026, 5, 1, 9, 0, 0).unwrap(),
         }
@@ -71,7 +93,7 @@ impl Plan {
 
     fn event_id(&mut self) -> EventId {
         self.events += 1;
-        EventId::parse(&format!("evt_{}", self.events)).unwrap()
+        EventId::parse(&format!("evt_{}_{}", self.tag, self.events)).unwrap()
     }
 
     fn event(&mut self, movement: Movement) -> NormalisedEvent {
@@ -98,10 +120,11 @@ impl Plan {
         }
     }
 
-    /// A high-water sequence: the sender's clock, now and then a few
-    /// ticks behind one already applied (late).
+    /// A high-water sequence: the sender's clock (each seed's plan after
+    /// the last one's), now and then a few ticks behind one already
+    /// applied (late).
     fn sequence(&mut self) -> i64 {
-        let now = self.planned.len() as i64;
+        let now = (self.tag * 1_000 + self.planned.len() as u64) as i64;
         if self.rng.below(6) == 0 {
             now - 1 - self.rng.below(8) as i64
         } else {
@@ -157,11 +180,35 @@ impl Plan {
             self.payments
         };
         let sequence = self.sequence();
-        let posting = self.posting(
+        let mut posting = self.posting(
             Direction::Credit,
-            Link::Pays(format!("pay_{payment}")),
+            Link::Pays(format!("pay_{}_{payment}", self.tag)),
             sequence,
         );
+        if self.mix == Mix::Payments {
+            // As the refunds: a refund that waited for it can apply.
+            posting.currency = Currency::parse("USD").unwrap();
+        }
+        self.event(Movement::Post(posting))
+    }
+
+    /// One part of a payment captured in parts: a new one, or the next
+    /// part of one seen before (a run decides only the first in memory).
+    fn part_credit(&mut self) -> NormalisedEvent {
+        let payment = if self.parted > 0 && self.rng.below(3) == 0 {
+            1 + self.rng.below(self.parted)
+        } else {
+            self.parted += 1;
+            self.parted
+        };
+        let sequence = self.sequence();
+        let mut posting = self.posting(
+            Direction::Credit,
+            Link::PaysPart(format!("part_{}_{payment}", self.tag)),
+            sequence,
+        );
+        // Every part to one account, as a capture in parts goes.
+        posting.account = AccountId::parse(ACCOUNTS[payment as usize % ACCOUNTS.len()]).unwrap();
         self.event(Movement::Post(posting))
     }
 
@@ -169,7 +216,12 @@ impl Plan {
     /// waits unmatched until it is credited); now and then larger than any
     /// payment.
     fn refund(&mut self) -> NormalisedEvent {
-        let payment = 1 + self.rng.below(self.payments + 1);
+        let payment = if self.mix == Mix::Payments && self.rng.below(3) == 0 {
+            // The next payment: it waits for the credit, which releases it.
+            self.payments + 1
+        } else {
+            1 + self.rng.below(self.payments + 1)
+        };
         let amount = if self.rng.below(5) == 0 {
             900
         } else {
@@ -182,7 +234,7 @@ impl Plan {
             account: None,
             sequence: self.sequence(),
             reversal: Reversal {
-                payment_ref: format!("pay_{payment}"),
+                payment_ref: format!("pay_{}_{payment}", self.tag),
                 basis: Basis::Each,
                 undoes: None,
             },
@@ -219,15 +271,17 @@ impl Plan {
             self.planned.push(again);
             return;
         }
-        let (source, events) = match roll {
-            0..=39 => (self.pick(&["demo", "lenient"]), vec![self.plain()]),
-            40..=61 => ("ledger", vec![self.contiguous()]),
-            62..=73 => ("demo", vec![self.payment_credit()]),
-            74..=83 => ("demo", vec![self.refund()]),
-            84..=89 => ("demo", vec![self.no_effect()]),
-            _ => {
+        let (source, events) = match (self.mix, roll) {
+            (Mix::Every, _) => self.every(roll),
+            // Payments at `lenient`, whose refunds apply when late: one
+            // that waited is late once its payment's credit moves the guard.
+            (Mix::Payments, 12..=51) => ("lenient", vec![self.payment_credit()]),
+            (Mix::Payments, 52..=61) => ("demo", vec![self.part_credit()]),
+            (Mix::Payments, 62..=75) => (self.pick(&["demo", "lenient"]), vec![self.plain()]),
+            (Mix::Payments, 76..=85) => ("lenient", vec![self.refund()]),
+            (Mix::Payments, _) => {
                 let n = 2 + self.rng.below(3);
-                ("demo", (0..n).map(|_| self.plain()).collect())
+                ("lenient", (0..n).map(|_| self.payment_credit()).collect())
             }
         };
         let body = format!("{{\"delivery\":{}}}", self.planned.len()).into_bytes();
@@ -237,6 +291,21 @@ impl Plan {
             body,
             received_at,
         });
+    }
+
+    /// A new delivery of [`Mix::Every`], by `roll` (12-99).
+    fn every(&mut self, roll: u64) -> (&'static str, Vec<NormalisedEvent>) {
+        match roll {
+            0..=39 => (self.pick(&["demo", "lenient"]), vec![self.plain()]),
+            40..=61 => ("ledger", vec![self.contiguous()]),
+            62..=73 => ("demo", vec![self.payment_credit()]),
+            74..=83 => ("demo", vec![self.refund()]),
+            84..=89 => ("demo", vec![self.no_effect()]),
+            _ => {
+                let n = 2 + self.rng.below(3);
+                ("demo", (0..n).map(|_| self.plain()).collect())
+            }
+        }
     }
 }
 
@@ -294,11 +363,26 @@ fn options(destinations: &str) -> Options<'_> {
 
 fn config_text() -> String {
     format!(
-        "{}{}",
+        "{}{}{SHARED_SCOPE}",
         http_destination("billing", "http://127.0.0.1:9", "ordered_by_account = true"),
         http_destination("crm", "http://127.0.0.1:9", ""),
     )
 }
+
+/// Two sources of one scope: a payment either receives is one payment.
+const SHARED_SCOPE: &str = r#"
+[[sources]]
+name = "shared-a"
+kind = "standard-webhooks"
+secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+scope = "shared"
+
+[[sources]]
+name = "shared-b"
+kind = "standard-webhooks"
+secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+scope = "shared"
+"#;
 
 /// Each table's rows as JSON, in the order the database numbered them
 /// (tables with no number of their own: by content), each number replaced
@@ -363,11 +447,15 @@ async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
     }
 }
 
-async fn a_group_decides_as_one_by_one(backend: Backend) {
+/// Random groups of `mix` from four seeds, each group committed together
+/// in one database and one by one in another: the same answers, the same
+/// tables after every group. Every outcome, for the caller to check that
+/// the plans covered what it claims.
+async fn decides_as_one_by_one(backend: Backend, mix: Mix) -> Vec<Outcome> {
     let (together, alone, sources) = two_apps(backend).await;
     let mut seen = Vec::new();
     for seed in 1..=4u64 {
-        let mut plan = Plan::new(seed * 7919);
+        let mut plan = Plan::new(seed * 7919, mix);
         for _ in 0..80 {
             plan.add();
         }
@@ -398,6 +486,11 @@ async fn a_group_decides_as_one_by_one(backend: Backend) {
         together.assert_invariants().await;
         alone.assert_invariants().await;
     }
+    seen
+}
+
+async fn a_group_decides_as_one_by_one(backend: Backend) {
+    let seen = decides_as_one_by_one(backend, Mix::Every).await;
     // The plans covered what the test claims: every kind of decision, as
     // answered.
     let statuses: Vec<&str> = seen.iter().map(|o| o.status.as_str()).collect();
@@ -416,6 +509,145 @@ async fn a_group_decides_as_one_by_one(backend: Backend) {
     assert!(seen.iter().any(|o| o.conflict), "no conflict");
     assert!(seen.iter().any(|o| o.late), "no late event");
     assert!(seen.iter().any(|o| o.released > 0), "no release");
+}
+
+async fn a_run_of_payments_decides_as_one_by_one(backend: Backend) {
+    let seen = decides_as_one_by_one(backend, Mix::Payments).await;
+    let statuses: Vec<&str> = seen.iter().map(|o| o.status.as_str()).collect();
+    for status in ["applied", "unmatched", "duplicate_effect", "rejected"] {
+        assert!(statuses.contains(&status), "no {status} in {statuses:?}");
+    }
+    assert!(seen.iter().any(|o| o.duplicate), "no redelivery");
+    assert!(
+        seen.iter()
+            .any(|o| o.late && o.status.as_str() == "applied"),
+        "no late credit applied"
+    );
+    assert!(seen.iter().any(|o| o.released > 0), "no release");
+}
+
+/// A refund waits `unmatched` in a scope that holds no row of its payment
+/// (as a re-scope can leave one: the row stays with intents in the old
+/// scope): the run that credits the payment creates the row, and must
+/// still release the refund, as the credit decided alone does.
+async fn a_run_releases_a_refund_that_waits_without_a_row(backend: Backend) {
+    let (together, alone, sources) = two_apps(backend).await;
+    let mut plan = Plan::new(3, Mix::Payments);
+    let mut refund = plan.refund();
+    if let Movement::Reverse(request) = &mut refund.movement {
+        request.reversal.payment_ref = "pay_waits".to_owned();
+        request.sequence = 1;
+    }
+    let credits: Vec<NormalisedEvent> = (0..3)
+        .map(|n| {
+            let link = match n {
+                1 => Link::Pays("pay_waits".to_owned()),
+                _ => Link::None,
+            };
+            let mut posting = plan.posting(Direction::Credit, link, 10 + n);
+            posting.currency = Currency::parse("USD").unwrap();
+            posting.amount = PositiveAmount::new(1_000).unwrap();
+            plan.event(Movement::Post(posting))
+        })
+        .collect();
+    let delivery = |events: Vec<NormalisedEvent>, n: i64| Planned {
+        source: "lenient",
+        events,
+        body: format!("{{\"waits\":{n}}}").into_bytes(),
+        received_at: plan.start + Duration::seconds(n),
+    };
+    let refund = [delivery(vec![refund], 0)];
+    let credits: Vec<Planned> = credits
+        .into_iter()
+        .zip(1..)
+        .map(|(credit, n)| delivery(vec![credit], n))
+        .collect();
+    let digests: Vec<String> = refund.iter().map(|p| sha256_hex(&p.body)).collect();
+    for app in [&together, &alone] {
+        for (source, events, raw) in deliveries(&refund, &digests, &sources) {
+            let answer = ingest_direct(app.store(), &source, &events, &raw).await;
+            assert_eq!(answer.unwrap()[0].status.as_str(), "unmatched");
+        }
+        app.execute_sql("delete from payments").await.unwrap();
+    }
+    let digests: Vec<String> = credits.iter().map(|p| sha256_hex(&p.body)).collect();
+    let all = deliveries(&credits, &digests, &sources);
+    let answers = commit_together(together.store(), &all).await;
+    for ((source, events, raw), answer) in all.iter().zip(answers) {
+        let one = ingest_direct(alone.store(), source, events, raw).await;
+        assert_eq!(answer.unwrap(), one.unwrap());
+    }
+    same_tables(&together, &alone, "a refund waiting without a row").await;
+    let intents = crate::table_rows::table_json(&together, "intents", None).await;
+    let refund = intents
+        .iter()
+        .find(|row| row["reversal"] == "each")
+        .expect("the refund's intent");
+    assert_eq!(refund["status"], "applied", "{refund}");
+    together.assert_invariants().await;
+}
+
+/// A refund `shared-b` received waits for its payment; then one group
+/// holds `shared-a`'s credit of that payment and, after it, a credit
+/// `shared-b` received for the same account, numbered below the refund.
+/// One by one the credit releases the refund, which moves `shared-b`'s
+/// guard past the later credit: that one is late. A group must give the
+/// same (a run would not see the guard the release moved).
+async fn a_release_to_another_source_of_the_scope_decides_as_one_by_one(backend: Backend) {
+    let (together, alone, sources) = two_apps(backend).await;
+    let mut plan = Plan::new(5, Mix::Payments);
+    let account = AccountId::parse("acct_shared").unwrap();
+    let mut refund = plan.refund();
+    if let Movement::Reverse(request) = &mut refund.movement {
+        request.reversal.payment_ref = "pay_shared".to_owned();
+        request.amount = PositiveAmount::new(50).unwrap();
+        request.sequence = 100;
+    }
+    let mut posting = |link: Link, sequence: i64| {
+        let mut posting = plan.posting(Direction::Credit, link, sequence);
+        posting.account = account.clone();
+        posting.currency = Currency::parse("USD").unwrap();
+        posting.amount = PositiveAmount::new(500).unwrap();
+        plan.event(Movement::Post(posting))
+    };
+    let credit = posting(Link::Pays("pay_shared".to_owned()), 10);
+    let below = posting(Link::None, 60);
+    let after = posting(Link::None, 120);
+    let at = plan.start;
+    let delivery = |source: &'static str, event: NormalisedEvent, n: i64| Planned {
+        source,
+        events: vec![event],
+        body: format!("{{\"shared\":{n}}}").into_bytes(),
+        received_at: at + Duration::seconds(n),
+    };
+    let first = [delivery("shared-b", refund, 0)];
+    let group = [
+        delivery("shared-a", credit, 1),
+        delivery("shared-b", below, 2),
+        delivery("shared-b", after, 3),
+    ];
+    let digests: Vec<String> = first.iter().map(|p| sha256_hex(&p.body)).collect();
+    for app in [&together, &alone] {
+        for (source, events, raw) in deliveries(&first, &digests, &sources) {
+            let answer = ingest_direct(app.store(), &source, &events, &raw).await;
+            assert_eq!(answer.unwrap()[0].status.as_str(), "unmatched");
+        }
+    }
+    let digests: Vec<String> = group.iter().map(|p| sha256_hex(&p.body)).collect();
+    let all = deliveries(&group, &digests, &sources);
+    let answers = commit_together(together.store(), &all).await;
+    let mut seen = Vec::new();
+    for ((source, events, raw), answer) in all.iter().zip(answers) {
+        let one = ingest_direct(alone.store(), source, events, raw)
+            .await
+            .unwrap();
+        assert_eq!(answer.unwrap(), one);
+        seen.extend(one);
+    }
+    assert_eq!(seen[0].released, 1, "{seen:?}");
+    assert!(seen[1].late, "{seen:?}");
+    same_tables(&together, &alone, "a release to another source").await;
+    together.assert_invariants().await;
 }
 
 fn options_again<'a>(options: &Options<'a>) -> Options<'a> {
@@ -439,7 +671,7 @@ const BALANCE_LIMIT: i64 = 1 << 62;
 async fn a_run_stops_at_the_balance_limit(backend: Backend) {
     let (together, alone, sources) = two_apps(backend).await;
     let largest = hookledger::domain::MAX_AMOUNT_MINOR;
-    let mut plan = Plan::new(1);
+    let mut plan = Plan::new(1, Mix::Every);
     let mut amounts: Vec<(Direction, i64)> = vec![(Direction::Credit, largest); 4_611];
     let room = BALANCE_LIMIT - 4_611 * largest;
     amounts.extend([
@@ -508,5 +740,8 @@ async fn a_run_stops_at_the_balance_limit(backend: Backend) {
 
 crate::both_backends!(
     a_group_decides_as_one_by_one,
+    a_run_of_payments_decides_as_one_by_one,
+    a_run_releases_a_refund_that_waits_without_a_row,
+    a_release_to_another_source_of_the_scope_decides_as_one_by_one,
     a_run_stops_at_the_balance_limit
 );

@@ -79,6 +79,7 @@ mod posting;
 mod redelivery;
 mod rewrite;
 mod run;
+mod run_payments;
 mod run_pg;
 mod scope;
 
@@ -95,7 +96,8 @@ pub(in crate::store) use posting::POST_PG;
 pub use posting::{NewLedgerEntry, NewPosting, RunPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use rewrite::ReplayedInto;
-pub use run::{RowKey, RunBalance, RunBalances, RunGuard};
+pub use run::{RowKey, RunBalance, RunBalances, RunGuard, RunLate};
+pub use run_payments::{PaymentKey, RunCredit, RunPayment};
 /// For the ceiling's set-based pgbench script (`store::ceiling`).
 pub(in crate::store) use run_pg::{INSERT_INTENTS, LOCK_BALANCES, LOCK_GUARDS};
 pub use scope::Rescoped;

@@ -50,6 +50,13 @@ pub struct RunGuard<'a> {
     pub updated_at: DateTime<Utc>,
 }
 
+/// A late event the run applied: its intent (written as `applied`) gets
+/// `late` and this reason, as `SET_INTENT_STATUS` gives it alone.
+pub struct RunLate {
+    pub intent_id: i64,
+    pub reason: String,
+}
+
 /// What the run read of its balances: (balance, postings) per existing
 /// row, and on PostgreSQL the rows the read created (at zero, to lock
 /// them), which must go again if the run posts nothing to them.
@@ -418,10 +425,14 @@ impl WriteTx {
                         .push_bind(guard.last_sequence)
                         .push_bind(guard.updated_at);
                 });
+                // A run only raises a guard it read under lock; the
+                // condition (as `ADVANCE_GUARD`'s) keeps one from going
+                // down whatever a run got wrong.
                 query.push(
                     " on conflict (source, account_id) do update \
                      set last_sequence = excluded.last_sequence, \
-                     updated_at = excluded.updated_at",
+                     updated_at = excluded.updated_at \
+                     where sequence_guards.last_sequence <= excluded.last_sequence",
                 );
                 query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
@@ -435,6 +446,32 @@ impl WriteTx {
                     row.push_bind(account.as_str()).push_bind(currency.as_str());
                 });
                 query.push(")");
+                query.build().persistent(false).execute(&mut *conn).await.map(drop)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Marks the intents of `late` late, each with its reason (their
+    /// status is `applied` already).
+    pub async fn mark_run_late(&mut self, late: &[RunLate]) -> Result<(), StoreError> {
+        if late.is_empty() {
+            return Ok(());
+        }
+        if let TxConn::Postgres(tx) = &mut self.conn {
+            let ids = late.iter().map(|one| one.intent_id).collect();
+            let reasons = late.iter().map(|one| one.reason.as_str()).collect();
+            return Ok(run_pg::mark_late(tx, ids, reasons).await?);
+        }
+        for chunk in late.chunks(per_statement(2)) {
+            on_tx!(self, conn => {
+                // SQLite names a `values` list's columns column1, column2.
+                let mut query =
+                    QueryBuilder::new("update intents set late = true, reason = v.column2 from (");
+                query.push_values(chunk, |mut row, one| {
+                    row.push_bind(one.intent_id).push_bind(one.reason.as_str());
+                });
+                query.push(") as v where intents.intent_id = v.column1");
                 query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }

@@ -66,6 +66,13 @@ cross join unnest($15::text[]) with ordinality as d(destination, m)
 order by e.n, d.m
 on conflict (intent_id, message_type, destination) do nothing";
 
+/// The late events of a run: each intent's `late` and reason, as
+/// `SET_INTENT_STATUS` sets them for one.
+const MARK_LATE: &str = "
+update intents set late = true, reason = t.reason
+from unnest($1::int8[], $2::text[]) as t(intent_id, reason)
+where intents.intent_id = t.intent_id";
+
 /// The run's existing guards, locked in key order.
 pub(in crate::store) const LOCK_GUARDS: &str = "
 select source, account_id, last_sequence from sequence_guards
@@ -178,6 +185,20 @@ pub(super) async fn insert_postings(
             .bind(ordered),
     };
     query.execute(conn).await.map(drop)
+}
+
+/// `MARK_LATE` for the intents `ids`, each with its reason.
+pub(super) async fn mark_late(
+    conn: &mut PgConnection,
+    ids: Vec<i64>,
+    reasons: Vec<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(MARK_LATE)
+        .bind(ids)
+        .bind(reasons)
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// One column of `rows`, as the array it is bound as.

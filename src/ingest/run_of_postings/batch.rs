@@ -1,0 +1,59 @@
+//! The writes of the events a run decided in memory since its last flush,
+//! and the statements that write them.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::store::{
+    RowKey, RunBalance, RunCredit, RunGuard, RunLate, RunPosting, StoreError, WriteTx,
+};
+
+#[derive(Default)]
+pub(super) struct Batch<'i> {
+    /// Each event applied: its item, and whether it was late.
+    pub applied: Vec<(usize, bool)>,
+    pub postings: Vec<RunPosting<'i>>,
+    /// The balance after the last posting, the count, its time.
+    pub balances: HashMap<RowKey, (i64, i64, DateTime<Utc>)>,
+    pub guards: HashMap<RowKey, (i64, DateTime<Utc>)>,
+    /// The late events' intents, to mark.
+    pub late: Vec<RunLate>,
+    /// The payments credited, each on the row the run created for it.
+    pub credits: Vec<RunCredit<'i>>,
+}
+
+impl Batch<'_> {
+    pub(super) async fn write(&self, tx: &mut WriteTx) -> Result<(), StoreError> {
+        if self.postings.is_empty() {
+            return Ok(());
+        }
+        let balances: Vec<_> = self
+            .balances
+            .iter()
+            .map(
+                |((account, currency), &(balance, postings, now))| RunBalance {
+                    account_id: account,
+                    currency,
+                    balance_minor: balance,
+                    postings,
+                    updated_at: now,
+                },
+            )
+            .collect();
+        let guards: Vec<_> = self
+            .guards
+            .iter()
+            .map(|((source, account), &(sequence, now))| RunGuard {
+                source,
+                account_id: account,
+                last_sequence: sequence,
+                updated_at: now,
+            })
+            .collect();
+        tx.write_run(&self.postings, &balances, &guards, &[])
+            .await?;
+        tx.credit_run_payments(&self.credits).await?;
+        tx.mark_run_late(&self.late).await
+    }
+}

@@ -1,0 +1,77 @@
+//! The events a run holds: which postings may be in one ([`in_run`]), and
+//! each new one as the run decides it ([`Run`]).
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::{Link, Movement, NormalisedEvent, OrderingMode, Posting};
+use crate::ingest::RawDelivery;
+use crate::source::Source;
+use crate::store::RowKey;
+
+/// One event of a run, with its delivery.
+pub(in crate::ingest) struct Item<'a> {
+    pub source: &'a Source,
+    pub event: &'a NormalisedEvent,
+    pub raw: &'a RawDelivery<'a>,
+}
+
+/// The posting of an event a run may hold; anything else is decided alone.
+pub(in crate::ingest) fn in_run<'a>(
+    source: &Source,
+    event: &'a NormalisedEvent,
+) -> Option<&'a Posting> {
+    match &event.movement {
+        Movement::Post(posting)
+            if source.ordering.mode == OrderingMode::HighWater
+                && !matches!(posting.link, Link::Reverses(_)) =>
+        {
+            Some(posting)
+        }
+        _ => None,
+    }
+}
+
+/// A new event of the run: its item, its place, its intent.
+pub(super) struct Run<'i, 'a> {
+    pub item: &'i Item<'a>,
+    pub posting: &'i Posting,
+    pub index: usize,
+    pub intent_id: i64,
+}
+
+impl<'i, 'a> Run<'i, 'a> {
+    pub(super) fn new(item: &'i Item<'a>, index: usize, intent_id: i64) -> Self {
+        let posting = in_run(item.source, item.event).expect("a run holds its postings only");
+        Run {
+            item,
+            posting,
+            index,
+            intent_id,
+        }
+    }
+
+    pub(super) fn now(&self) -> DateTime<Utc> {
+        self.item.raw.received_at
+    }
+
+    pub(super) fn guard_key(&self) -> RowKey {
+        (
+            self.item.source.name.as_str().to_owned(),
+            self.posting.account.as_str().to_owned(),
+        )
+    }
+
+    pub(super) fn balance_key(&self) -> RowKey {
+        (
+            self.posting.account.as_str().to_owned(),
+            self.posting.currency.code().to_owned(),
+        )
+    }
+
+    /// The payment row this event credits, (scope, payment), and whether
+    /// it is one part of it.
+    pub(super) fn payment(&self) -> Option<((&'i str, &'i str), bool)> {
+        let (payment, part) = self.posting.link.paid()?;
+        Some(((self.item.source.scope.as_str(), payment), part))
+    }
+}

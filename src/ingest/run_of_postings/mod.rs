@@ -1,0 +1,177 @@
+//! A run of postings in one group, decided in memory and written in a few
+//! set-based statements, however long the run.
+//!
+//! A run holds a high-water source's balance movements that are no
+//! reversal: plain postings (no payment link), and payments' credits (whole
+//! or a part): the commonest events, and the ones whose rules are few.
+//! Alone, each takes four statements (intent, guard lock, posting, guard
+//! advance), and a payment's credit five more (its payment row locked
+//! twice, the reversals waiting for it read twice, the row credited); a
+//! run takes seven however long: its intents, its guards and its balances
+//! read under lock, then its ledger entries, messages, balances and guards
+//! written (`store::write::run`); three more where it credits payments
+//! (whether a reversal waits for one, the rows created or locked, then
+//! credited: `run_payments`), one more where it applies late events (their
+//! intents marked).
+//!
+//! Why the outcome is exactly the one by one outcome: each event is decided
+//! in arrival order against the guard, balance and payment row as the
+//! events before it in the run left them, by the rules `high_water`,
+//! `late` and `settle` apply to such a posting ([`state`]). A run is not
+//! made where a reversal waits `unmatched` for one of its payments: a
+//! credit would release it, and a release moves rows no run reads (another
+//! source's guard, the reversal's intent), so those events are decided one
+//! by one. What a run does not decide in memory (a late event `on_stale`
+//! holds, a debit held by `negative_balance`, out of range, a payment whose
+//! row holds a credit or a reversal already, or credited earlier in the
+//! run) is decided alone by `decide_new`: the writes decided so far are
+//! flushed, its intent is already written (as alone), and the run goes on
+//! from what it left: its own guard and balance, the only rows such an
+//! event moves besides its payment row (nothing waits for the payment, so
+//! it releases nothing), read again; that payment is decided alone from
+//! then on. A redelivery of a stored event is counted alone; a run's events
+//! change no other intent, so where in the run it is counted changes
+//! nothing. A redelivery of an event earlier in the same run cannot happen:
+//! the caller ends a run before a key it already holds.
+
+mod batch;
+mod member;
+mod state;
+
+use std::collections::HashSet;
+
+use super::intent::{event_payload, new_intent};
+use super::outcome::Decided;
+use super::{Outcome, decide_new, run};
+use crate::domain::{NormalisedEvent, Status};
+use crate::store::{RowKey, StoreError, WriteTx};
+use batch::Batch;
+use member::Run;
+pub(super) use member::{Item, in_run};
+use state::State;
+
+/// The run failed: at one item's own step (decided alone), or at a
+/// statement of the whole run (`None`: which event it was is not known).
+pub(super) struct RunFailed {
+    pub item: Option<usize>,
+    pub error: StoreError,
+}
+
+/// Decides and writes every item (each [`in_run`], their keys distinct);
+/// an outcome for each, in order. `None`, with nothing written, where a
+/// reversal waits for a payment the items credit: the caller decides each
+/// alone (the credit releases it, and a release moves rows the run would
+/// not read again: another source's guard, other intents).
+pub(super) async fn decide(
+    tx: &mut WriteTx,
+    items: &[Item<'_>],
+) -> Result<Option<Vec<Outcome>>, RunFailed> {
+    let whole = |error| RunFailed { item: None, error };
+    let payments: Vec<(&str, &str)> = items
+        .iter()
+        .filter_map(|item| {
+            let (payment, _) = in_run(item.source, item.event)?.link.paid()?;
+            Some((item.source.scope.as_str(), payment))
+        })
+        .collect();
+    if !payments.is_empty() && tx.run_payments_waited_for(&payments).await.map_err(whole)? {
+        return Ok(None);
+    }
+    let alone = |item| {
+        move |error| RunFailed {
+            item: Some(item),
+            error,
+        }
+    };
+    let payloads: Vec<_> = items
+        .iter()
+        .map(|item| event_payload(item.event, item.raw))
+        .collect();
+    let intents: Vec<_> = items
+        .iter()
+        .zip(&payloads)
+        .map(|(item, (body, sha256))| new_intent(item.source, item.event, item.raw, (body, sha256)))
+        .collect();
+    let ids = tx.insert_new_intents(&intents).await.map_err(whole)?;
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; items.len()];
+    let mut new = Vec::with_capacity(items.len());
+    for (index, id) in ids.into_iter().enumerate() {
+        match id {
+            Some(intent_id) => new.push(Run::new(&items[index], index, intent_id)),
+            None => {
+                let item = &items[index];
+                let counted = run(tx, item.source, item.event, item.raw).await;
+                outcomes[index] = Some(counted.map_err(alone(index))?);
+            }
+        }
+    }
+    let mut state = State::read(tx, &new).await.map_err(whole)?;
+    let mut posted = HashSet::new();
+    let mut next = 0;
+    while next < new.len() {
+        let mut batch = Batch::default();
+        let stop = new[next..]
+            .iter()
+            .position(|one| !state.apply(one, &mut batch))
+            .map(|at| next + at);
+        posted.extend(batch.balances.keys().cloned());
+        batch.write(tx).await.map_err(whole)?;
+        for &(index, late) in &batch.applied {
+            outcomes[index] = Some(applied(items[index].event, late));
+        }
+        let Some(at) = stop else { break };
+        let one = &new[at];
+        let decided = decide_new(
+            tx,
+            one.item.source,
+            one.item.event,
+            one.intent_id,
+            one.now(),
+        )
+        .await
+        .map_err(alone(one.index))?;
+        outcomes[one.index] = Some(outcome(one.item.event, decided));
+        next = at + 1;
+        // What it did (a credit applied late, a payment credited, or
+        // nothing) to its own guard and balance, read back.
+        state.reread(tx, one).await.map_err(whole)?;
+    }
+    let unposted: Vec<RowKey> = state
+        .created
+        .into_iter()
+        .filter(|key| !posted.contains(key))
+        .collect();
+    if !unposted.is_empty() {
+        tx.write_run(&[], &[], &[], &unposted)
+            .await
+            .map_err(whole)?;
+    }
+    Ok(Some(
+        outcomes
+            .into_iter()
+            .map(|outcome| outcome.expect("every item of a run is decided"))
+            .collect(),
+    ))
+}
+
+fn applied(event: &NormalisedEvent, late: bool) -> Outcome {
+    outcome(
+        event,
+        Decided {
+            late,
+            ..Decided::status(Status::Applied)
+        },
+    )
+}
+
+fn outcome(event: &NormalisedEvent, decided: Decided) -> Outcome {
+    Outcome {
+        event_id: event.event_id.clone(),
+        status: decided.status,
+        duplicate: false,
+        conflict: false,
+        late: decided.late,
+        released: decided.released,
+        backlog: decided.backlog,
+    }
+}

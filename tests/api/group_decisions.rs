@@ -526,6 +526,42 @@ async fn a_run_of_payments_decides_as_one_by_one(backend: Backend) {
     assert!(seen.iter().any(|o| o.released > 0), "no release");
 }
 
+/// `first` ingested one by one into both apps, each event answered
+/// `unmatched` (a refund that waits for its payment).
+async fn refunds_waiting(apps: [&TestApp; 2], sources: &[Arc<Source>], first: &[Planned]) {
+    let digests: Vec<String> = first.iter().map(|p| sha256_hex(&p.body)).collect();
+    for app in apps {
+        for (source, events, raw) in deliveries(first, &digests, sources) {
+            let answer = ingest_direct(app.store(), &source, &events, &raw).await;
+            assert_eq!(answer.unwrap()[0].status.as_str(), "unmatched");
+        }
+    }
+}
+
+/// `group` committed together into `together` and one by one into
+/// `alone`: the same answer for each delivery, and the same tables after.
+/// Every outcome, in order.
+async fn group_as_one_by_one(
+    (together, alone): (&TestApp, &TestApp),
+    sources: &[Arc<Source>],
+    group: &[Planned],
+    context: &str,
+) -> Vec<Outcome> {
+    let digests: Vec<String> = group.iter().map(|p| sha256_hex(&p.body)).collect();
+    let all = deliveries(group, &digests, sources);
+    let answers = commit_together(together.store(), &all).await;
+    let mut seen = Vec::new();
+    for ((source, events, raw), answer) in all.iter().zip(answers) {
+        let one = ingest_direct(alone.store(), source, events, raw)
+            .await
+            .unwrap();
+        assert_eq!(answer.unwrap(), one, "{context}");
+        seen.extend(one);
+    }
+    same_tables(together, alone, context).await;
+    seen
+}
+
 /// A refund waits `unmatched` in a scope that holds no row of its payment
 /// (as a re-scope can leave one: the row stays with intents in the old
 /// scope): the run that credits the payment creates the row, and must
@@ -562,22 +598,12 @@ async fn a_run_releases_a_refund_that_waits_without_a_row(backend: Backend) {
         .zip(1..)
         .map(|(credit, n)| delivery(vec![credit], n))
         .collect();
-    let digests: Vec<String> = refund.iter().map(|p| sha256_hex(&p.body)).collect();
+    refunds_waiting([&together, &alone], &sources, &refund).await;
     for app in [&together, &alone] {
-        for (source, events, raw) in deliveries(&refund, &digests, &sources) {
-            let answer = ingest_direct(app.store(), &source, &events, &raw).await;
-            assert_eq!(answer.unwrap()[0].status.as_str(), "unmatched");
-        }
         app.execute_sql("delete from payments").await.unwrap();
     }
-    let digests: Vec<String> = credits.iter().map(|p| sha256_hex(&p.body)).collect();
-    let all = deliveries(&credits, &digests, &sources);
-    let answers = commit_together(together.store(), &all).await;
-    for ((source, events, raw), answer) in all.iter().zip(answers) {
-        let one = ingest_direct(alone.store(), source, events, raw).await;
-        assert_eq!(answer.unwrap(), one.unwrap());
-    }
-    same_tables(&together, &alone, "a refund waiting without a row").await;
+    let pair = (&together, &alone);
+    group_as_one_by_one(pair, &sources, &credits, "a refund waiting without a row").await;
     let intents = crate::table_rows::table_json(&together, "intents", None).await;
     let refund = intents
         .iter()
@@ -626,27 +652,11 @@ async fn a_release_to_another_source_of_the_scope_decides_as_one_by_one(backend:
         delivery("shared-b", below, 2),
         delivery("shared-b", after, 3),
     ];
-    let digests: Vec<String> = first.iter().map(|p| sha256_hex(&p.body)).collect();
-    for app in [&together, &alone] {
-        for (source, events, raw) in deliveries(&first, &digests, &sources) {
-            let answer = ingest_direct(app.store(), &source, &events, &raw).await;
-            assert_eq!(answer.unwrap()[0].status.as_str(), "unmatched");
-        }
-    }
-    let digests: Vec<String> = group.iter().map(|p| sha256_hex(&p.body)).collect();
-    let all = deliveries(&group, &digests, &sources);
-    let answers = commit_together(together.store(), &all).await;
-    let mut seen = Vec::new();
-    for ((source, events, raw), answer) in all.iter().zip(answers) {
-        let one = ingest_direct(alone.store(), source, events, raw)
-            .await
-            .unwrap();
-        assert_eq!(answer.unwrap(), one);
-        seen.extend(one);
-    }
+    refunds_waiting([&together, &alone], &sources, &first).await;
+    let pair = (&together, &alone);
+    let seen = group_as_one_by_one(pair, &sources, &group, "a release to another source").await;
     assert_eq!(seen[0].released, 1, "{seen:?}");
     assert!(seen[1].late, "{seen:?}");
-    same_tables(&together, &alone, "a release to another source").await;
     together.assert_invariants().await;
 }
 

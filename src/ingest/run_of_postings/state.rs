@@ -2,7 +2,7 @@
 //! the events decided so far leave them, and the rules that decide an
 //! event in memory against it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::Run;
 use super::batch::Batch;
@@ -33,14 +33,14 @@ impl State {
     /// caller checked), then its guards, then its balances, each of those
     /// in key order (see `store::write::run`).
     pub(super) async fn read(tx: &mut WriteTx, run: &[Run<'_, '_>]) -> Result<Self, StoreError> {
-        let mut keys = Vec::new();
-        for one in run {
-            if let Some(((scope, payment), _)) = one.payment()
-                && !keys.iter().any(|&(s, p, _)| (s, p) == (scope, payment))
-            {
-                keys.push((scope, payment, one.now()));
-            }
-        }
+        // Each payment once, with the time of the first event that takes it.
+        let mut seen = HashSet::new();
+        let keys: Vec<_> = run
+            .iter()
+            .filter_map(|one| Some((one.payment()?.0, one.now())))
+            .filter(|&(key, _)| seen.insert(key))
+            .map(|((scope, payment), now)| (scope, payment, now))
+            .collect();
         let payments = if keys.is_empty() {
             HashMap::new()
         } else {

@@ -143,7 +143,7 @@ fn by_key(rows: Vec<(i64, String, String)>) -> impl Iterator<Item = ((String, St
 }
 
 /// Rows of `binds` values each that fit one statement.
-fn per_statement(binds: usize) -> usize {
+pub(super) fn per_statement(binds: usize) -> usize {
     MAX_BINDS / binds
 }
 
@@ -393,6 +393,17 @@ impl WriteTx {
             // PostgreSQL wrote them with the entries, above.
             self.enqueue_run(postings).await?;
         }
+        self.write_run_rows(balances, guards, unposted).await
+    }
+
+    /// `write_run`'s balances and guards as the run leaves them, and the
+    /// balance rows `unposted` removed.
+    async fn write_run_rows(
+        &mut self,
+        balances: &[RunBalance<'_>],
+        guards: &[RunGuard<'_>],
+        unposted: &[RowKey],
+    ) -> Result<(), StoreError> {
         for chunk in balances.chunks(per_statement(5)) {
             on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
+use super::run::per_statement;
 use super::{StoreError, TxConn, WriteTx};
 
 /// (scope, payment_ref) of a payment row.
@@ -101,9 +102,6 @@ set account_id = v.column2, currency = v.column3, credited_minor = v.column4,
 from (";
 const CREDIT_PAYMENTS_SQLITE_END: &str = ") as v where payments.payment_id = v.column1";
 
-/// Values bound by one SQLite statement at most.
-const MAX_BINDS: usize = 32_000;
-
 type Locked = (i64, String, String, bool);
 
 impl WriteTx {
@@ -125,7 +123,7 @@ impl WriteTx {
             }
             TxConn::Sqlite(tx, _) => {
                 let mut waiting = false;
-                for chunk in keys.chunks(MAX_BINDS / 2) {
+                for chunk in keys.chunks(per_statement(2)) {
                     let mut query = QueryBuilder::new(WAITING_SQLITE);
                     query.push_values(chunk, |mut row, (scope, payment)| {
                         row.push_bind(*scope).push_bind(*payment);
@@ -162,7 +160,7 @@ impl WriteTx {
                     .await?;
             }
             TxConn::Sqlite(tx, _) => {
-                for chunk in keys.chunks(MAX_BINDS / 3) {
+                for chunk in keys.chunks(per_statement(3)) {
                     let mut query = QueryBuilder::new(LOCK_PAYMENTS_SQLITE);
                     query.push_values(chunk, |mut row, (scope, payment, now)| {
                         row.push_bind(*scope)
@@ -209,7 +207,7 @@ impl WriteTx {
                     .await?;
             }
             TxConn::Sqlite(tx, _) => {
-                for chunk in credits.chunks(MAX_BINDS / 6) {
+                for chunk in credits.chunks(per_statement(6)) {
                     let mut query = QueryBuilder::new(CREDIT_PAYMENTS_SQLITE);
                     query.push_values(chunk, |mut row, credit| {
                         row.push_bind(credit.payment_id)

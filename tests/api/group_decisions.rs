@@ -11,8 +11,10 @@
 //! a refund larger than the payment, batches, events with no effect. And
 //! groups made mostly of payments' credits, which runs decide in memory
 //! where the payment is new to the database: new payments whole and in
-//! parts, a payment credited before or earlier in the same run, credits
-//! below their guard, refunds that came first and wait.
+//! parts, a part and a whole of one payment (each way round), a payment
+//! credited before or earlier in the same run, credits below their guard
+//! (applied, or held `stale` by a source that holds late credits), refunds
+//! that came first and wait.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -212,6 +214,21 @@ impl Plan {
         self.event(Movement::Post(posting))
     }
 
+    /// One part of a payment named as the whole credits name theirs: of
+    /// one credited whole before (`duplicate_effect`), or of a new one,
+    /// which a later whole credit finds credited in parts.
+    fn part_of_whole(&mut self) -> NormalisedEvent {
+        let mut event = self.payment_credit();
+        if let Movement::Post(posting) = &mut event.movement
+            && let Link::Pays(payment) = &posting.link
+        {
+            // Marked, for the test to find what became of it.
+            event.object_id = Some(format!("part_of_{payment}"));
+            posting.link = Link::PaysPart(payment.clone());
+        }
+        event
+    }
+
     /// A refund of a payment credited before, or of the next one (which
     /// waits unmatched until it is credited); now and then larger than any
     /// payment.
@@ -275,9 +292,16 @@ impl Plan {
             (Mix::Every, _) => self.every(roll),
             // Payments at `lenient`, whose refunds apply when late: one
             // that waited is late once its payment's credit moves the guard.
-            (Mix::Payments, 12..=51) => ("lenient", vec![self.payment_credit()]),
-            (Mix::Payments, 52..=61) => ("demo", vec![self.part_credit()]),
-            (Mix::Payments, 62..=75) => (self.pick(&["demo", "lenient"]), vec![self.plain()]),
+            (Mix::Payments, 12..=39) => ("lenient", vec![self.payment_credit()]),
+            // Held when late: a run decides those alone, and goes on.
+            (Mix::Payments, 40..=51) => ("strict", vec![self.payment_credit()]),
+            (Mix::Payments, 52..=56) => ("demo", vec![self.part_credit()]),
+            // A part of a payment that `lenient` credits whole as well.
+            (Mix::Payments, 57..=61) => ("lenient", vec![self.part_of_whole()]),
+            (Mix::Payments, 62..=75) => (
+                self.pick(&["demo", "lenient", "strict"]),
+                vec![self.plain()],
+            ),
             (Mix::Payments, 76..=85) => ("lenient", vec![self.refund()]),
             (Mix::Payments, _) => {
                 let n = 2 + self.rng.below(3);
@@ -363,14 +387,21 @@ fn options(destinations: &str) -> Options<'_> {
 
 fn config_text() -> String {
     format!(
-        "{}{}{SHARED_SCOPE}",
+        "{}{}{MORE_SOURCES}",
         http_destination("billing", "http://127.0.0.1:9", "ordered_by_account = true"),
         http_destination("crm", "http://127.0.0.1:9", ""),
     )
 }
 
-/// Two sources of one scope: a payment either receives is one payment.
-const SHARED_SCOPE: &str = r#"
+/// One source that holds every late event (`stale`), credits too; two of
+/// one scope, where a payment either receives is one payment.
+const MORE_SOURCES: &str = r#"
+[[sources]]
+name = "strict"
+kind = "standard-webhooks"
+secrets = ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+on_stale = "hold"
+
 [[sources]]
 name = "shared-a"
 kind = "standard-webhooks"
@@ -449,9 +480,9 @@ async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
 
 /// Random groups of `mix` from four seeds, each group committed together
 /// in one database and one by one in another: the same answers, the same
-/// tables after every group. Every outcome, for the caller to check that
-/// the plans covered what it claims.
-async fn decides_as_one_by_one(backend: Backend, mix: Mix) -> Vec<Outcome> {
+/// tables after every group. Every outcome, and the app that committed
+/// groups, for the caller to check that the plans covered what it claims.
+async fn decides_as_one_by_one(backend: Backend, mix: Mix) -> (Vec<Outcome>, TestApp) {
     let (together, alone, sources) = two_apps(backend).await;
     let mut seen = Vec::new();
     for seed in 1..=4u64 {
@@ -486,11 +517,11 @@ async fn decides_as_one_by_one(backend: Backend, mix: Mix) -> Vec<Outcome> {
         together.assert_invariants().await;
         alone.assert_invariants().await;
     }
-    seen
+    (seen, together)
 }
 
 async fn a_group_decides_as_one_by_one(backend: Backend) {
-    let seen = decides_as_one_by_one(backend, Mix::Every).await;
+    let (seen, _) = decides_as_one_by_one(backend, Mix::Every).await;
     // The plans covered what the test claims: every kind of decision, as
     // answered.
     let statuses: Vec<&str> = seen.iter().map(|o| o.status.as_str()).collect();
@@ -512,9 +543,15 @@ async fn a_group_decides_as_one_by_one(backend: Backend) {
 }
 
 async fn a_run_of_payments_decides_as_one_by_one(backend: Backend) {
-    let seen = decides_as_one_by_one(backend, Mix::Payments).await;
+    let (seen, together) = decides_as_one_by_one(backend, Mix::Payments).await;
     let statuses: Vec<&str> = seen.iter().map(|o| o.status.as_str()).collect();
-    for status in ["applied", "unmatched", "duplicate_effect", "rejected"] {
+    for status in [
+        "applied",
+        "unmatched",
+        "duplicate_effect",
+        "rejected",
+        "stale",
+    ] {
         assert!(statuses.contains(&status), "no {status} in {statuses:?}");
     }
     assert!(seen.iter().any(|o| o.duplicate), "no redelivery");
@@ -524,6 +561,36 @@ async fn a_run_of_payments_decides_as_one_by_one(backend: Backend) {
         "no late credit applied"
     );
     assert!(seen.iter().any(|o| o.released > 0), "no release");
+    let intents = crate::table_rows::table_json(&together, "intents", None).await;
+    let with = |status: &str, source: &str, object: &str, reason: &str| {
+        intents.iter().any(|row| {
+            row["status"] == status
+                && row["source"] == source
+                && row["object_id"]
+                    .as_str()
+                    .is_some_and(|o| o.starts_with(object))
+                && row["reason"].as_str().is_some_and(|r| r.contains(reason))
+        })
+    };
+    // A late credit held inside a run of payments, and a part and a whole
+    // of one payment, each way round.
+    assert!(
+        with("stale", "strict", "", "sequence"),
+        "no late credit held"
+    );
+    assert!(
+        with(
+            "duplicate_effect",
+            "lenient",
+            "obj_",
+            "credited in parts already"
+        ),
+        "no whole credit after a part"
+    );
+    assert!(
+        with("duplicate_effect", "lenient", "part_of_", "was credited by"),
+        "no part after a whole credit"
+    );
 }
 
 /// `first` ingested one by one into both apps, each event answered

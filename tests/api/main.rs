@@ -32,10 +32,12 @@ mod replay;
 mod replay_cli;
 mod replay_refusals;
 mod replay_rekey;
+mod run_interleavings;
 mod samples;
 mod table_rows;
 mod thin_events;
 mod two_writers;
+mod two_writers_payments;
 
 mod access;
 mod account_page;

@@ -59,7 +59,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::keys;
 use super::run_of_postings::{self, Item};
 use super::{Outcome, RawDelivery, run};
-use crate::domain::{NormalisedEvent, Origin};
+use crate::domain::{NormalisedEvent, OrderingMode, Origin};
 use crate::source::Source;
 use crate::store::{Store, StoreError, WriteTx};
 
@@ -419,18 +419,31 @@ const RUN_MIN: usize = 2;
 
 /// How many of `events`, from the first, make one run: postings a run may
 /// hold, with no key twice (a redelivery of an event earlier in the run starts
-/// the next run, where it is a duplicate as one by one).
+/// the next run, where it is a duplicate as one by one), and no number of a
+/// contiguous stream twice. A run inserts its intents first; one by one, an
+/// event's number is held only by the events before it, so a number taken
+/// twice starts the next run, where the holder check sees only the first.
 fn run_length<'a>(
     events: &[(usize, &NormalisedEvent)],
     source: impl Fn(usize) -> &'a Source,
 ) -> usize {
     let mut keys = HashSet::new();
+    let mut numbers = HashSet::new();
     events
         .iter()
         .take_while(|&&(position, event)| {
             let source = source(position);
-            run_of_postings::in_run(source, event).is_some()
-                && keys.insert((source.scope.as_str(), event.event_id.as_str()))
+            let Some(posting) = run_of_postings::in_run(source, event) else {
+                return false;
+            };
+            let numbered = source.ordering.mode == OrderingMode::Contiguous;
+            keys.insert((source.scope.as_str(), event.event_id.as_str()))
+                && (!numbered
+                    || numbers.insert((
+                        source.name.as_str(),
+                        posting.account.as_str(),
+                        posting.sequence,
+                    )))
         })
         .count()
 }

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::domain::{Link, Movement, NormalisedEvent, OrderingMode, Posting};
+use crate::domain::{Link, Movement, NormalisedEvent, OrderingMode, Posting, SEQUENCE_FLOOR};
 use crate::ingest::RawDelivery;
 use crate::source::Source;
 use crate::store::RowKey;
@@ -15,20 +15,21 @@ pub(in crate::ingest) struct Item<'a> {
     pub raw: &'a RawDelivery<'a>,
 }
 
-/// The posting of an event a run may hold; anything else is decided alone.
+/// The posting of an event a run may hold: a high-water source's that is
+/// no reversal, or a contiguous source's numbered one (a stream links no
+/// payment: the config refuses it); anything else is decided alone.
 pub(in crate::ingest) fn in_run<'a>(
     source: &Source,
     event: &'a NormalisedEvent,
 ) -> Option<&'a Posting> {
-    match &event.movement {
-        Movement::Post(posting)
-            if source.ordering.mode == OrderingMode::HighWater
-                && !matches!(posting.link, Link::Reverses(_)) =>
-        {
-            Some(posting)
-        }
-        _ => None,
-    }
+    let Movement::Post(posting) = &event.movement else {
+        return None;
+    };
+    let holds = match source.ordering.mode {
+        OrderingMode::HighWater => !matches!(posting.link, Link::Reverses(_)),
+        OrderingMode::Contiguous => posting.explicit_sequence && posting.link == Link::None,
+    };
+    holds.then_some(posting)
 }
 
 /// A new event of the run: its item, its place, its intent.
@@ -47,6 +48,21 @@ impl<'i, 'a> Run<'i, 'a> {
             posting,
             index,
             intent_id,
+        }
+    }
+
+    /// Whether its source numbers its events (`contiguous`).
+    pub(super) fn numbered(&self) -> bool {
+        self.item.source.ordering.mode == OrderingMode::Contiguous
+    }
+
+    /// The guard its stream starts from, as `high_water` and `contiguous`
+    /// create a missing one.
+    pub(super) fn initial_guard(&self) -> i64 {
+        if self.numbered() {
+            self.item.source.ordering.initial_guard()
+        } else {
+            SEQUENCE_FLOOR
         }
     }
 

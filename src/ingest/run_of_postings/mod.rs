@@ -3,7 +3,8 @@
 //!
 //! A run holds a high-water source's balance movements that are no
 //! reversal: plain postings (no payment link), and payments' credits (whole
-//! or a part): the commonest events, and the ones whose rules are few.
+//! or a part): the commonest events, and the ones whose rules are few; and
+//! a contiguous source's numbered postings (a stream links no payment).
 //! Alone, each takes four statements (intent, guard lock, posting, guard
 //! advance), and a payment's credit five more (its payment row locked
 //! twice, the reversals waiting for it read twice, the row credited); a
@@ -12,12 +13,15 @@
 //! written (`store::write::run`); three more where it credits payments
 //! (whether a reversal waits for one, the rows created or locked, then
 //! credited: `run_payments`), one more where it applies late events (their
-//! intents marked).
+//! intents marked), one more where it holds contiguous events (which of
+//! their streams have a parked event or a number held: `run_streams`).
 //!
 //! Why the outcome is exactly the one by one outcome: each event is decided
 //! in arrival order against the guard, balance and payment row as the
 //! events before it in the run left them, by the rules `high_water`,
-//! `late` and `settle` apply to such a posting ([`state`]). A run is not
+//! `late` and `settle` apply to such a posting, and for a contiguous event
+//! `contiguous`'s next number where nothing of its stream is parked and no
+//! other intent holds the number ([`state`]). A run is not
 //! made where a reversal waits `unmatched` for one of its payments: a
 //! credit would release it, and a release moves rows no run reads (another
 //! source's guard, the reversal's intent), so those events are decided one
@@ -29,10 +33,16 @@
 //! from what it left: its own guard and balance, the only rows such an
 //! event moves besides its payment row (nothing waits for the payment, so
 //! it releases nothing), read again; that payment is decided alone from
-//! then on. A redelivery of a stored event is counted alone; a run's events
-//! change no other intent, so where in the run it is counted changes
-//! nothing. A redelivery of an event earlier in the same run cannot happen:
-//! the caller ends a run before a key it already holds.
+//! then on. A contiguous event decided alone may park, or release what was
+//! parked (posting in other currencies of its account): its stream is
+//! decided alone from then on, and every balance of its account the run
+//! posts to is read again. A redelivery of a stored event is counted
+//! alone, in arrival order with the events decided alone (a release may
+//! change the intent it names); what is decided in memory changes no other
+//! intent. A redelivery of an event earlier in the same run cannot happen:
+//! the caller ends a run before a key it already holds, and before a
+//! contiguous number it already holds (its intents are inserted first, and
+//! one by one only the events before an event hold its number).
 
 mod batch;
 mod member;
@@ -95,16 +105,14 @@ pub(super) async fn decide(
     let ids = tx.insert_new_intents(&intents).await.map_err(whole)?;
     let mut outcomes: Vec<Option<Outcome>> = vec![None; items.len()];
     let mut new = Vec::with_capacity(items.len());
+    let mut redelivered = Vec::new();
     for (index, id) in ids.into_iter().enumerate() {
         match id {
             Some(intent_id) => new.push(Run::new(&items[index], index, intent_id)),
-            None => {
-                let item = &items[index];
-                let counted = run(tx, item.source, item.event, item.raw).await;
-                outcomes[index] = Some(counted.map_err(alone(index))?);
-            }
+            None => redelivered.push(index),
         }
     }
+    let mut redelivered = redelivered.into_iter().peekable();
     let mut state = State::read(tx, &new).await.map_err(whole)?;
     let mut posted = HashSet::new();
     let mut next = 0;
@@ -121,6 +129,10 @@ pub(super) async fn decide(
         }
         let Some(at) = stop else { break };
         let one = &new[at];
+        count_redeliveries(tx, items, &mut redelivered, one.index, &mut outcomes).await?;
+        if one.numbered() {
+            state.drop_unposted(tx, one, &posted).await.map_err(whole)?;
+        }
         let decided = decide_new(
             tx,
             one.item.source,
@@ -136,6 +148,7 @@ pub(super) async fn decide(
         // nothing) to its own guard and balance, read back.
         state.reread(tx, one).await.map_err(whole)?;
     }
+    count_redeliveries(tx, items, &mut redelivered, items.len(), &mut outcomes).await?;
     let unposted: Vec<RowKey> = state
         .created
         .into_iter()
@@ -152,6 +165,29 @@ pub(super) async fn decide(
             .map(|outcome| outcome.expect("every item of a run is decided"))
             .collect(),
     ))
+}
+
+/// Counts each redelivery of `pending` (indexes into `items`, in order)
+/// that came before `before`. Redeliveries are counted in arrival order
+/// with the events decided alone: a contiguous one may release a parked
+/// event a redelivery names, which changes the status it is answered
+/// with; what a run decides in memory changes no other intent.
+async fn count_redeliveries(
+    tx: &mut WriteTx,
+    items: &[Item<'_>],
+    pending: &mut std::iter::Peekable<std::vec::IntoIter<usize>>,
+    before: usize,
+    outcomes: &mut [Option<Outcome>],
+) -> Result<(), RunFailed> {
+    while let Some(index) = pending.next_if(|&index| index < before) {
+        let item = &items[index];
+        let counted = run(tx, item.source, item.event, item.raw).await;
+        outcomes[index] = Some(counted.map_err(|error| RunFailed {
+            item: Some(index),
+            error,
+        })?);
+    }
+    Ok(())
 }
 
 fn applied(event: &NormalisedEvent, late: bool) -> Outcome {

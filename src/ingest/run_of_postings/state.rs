@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::Run;
 use super::batch::Batch;
-use crate::domain::{NegativeBalance, StaleAction};
+use crate::domain::{NegativeBalance, SEQUENCE_FLOOR, Slot, StaleAction, contiguous_slot};
 use crate::ingest::late;
 use crate::store::{
     NewLedgerEntry, PaymentKey, RowKey, RunCredit, RunLate, RunPayment, RunPosting, StoreError,
@@ -21,7 +21,13 @@ pub(super) struct State {
     /// The payment rows of the run's credits, by (scope, payment).
     payments: HashMap<PaymentKey, RunPayment>,
     guards: HashMap<RowKey, i64>,
+    /// Contiguous streams (source, account) whose events are decided
+    /// alone: one is parked, a number is held outside the run, or one of
+    /// the run's was decided alone (it may have parked or released).
+    streams: HashSet<RowKey>,
     balances: HashMap<RowKey, (i64, i64)>,
+    /// Every balance the run posts to, whether its row exists or not.
+    balance_keys: HashSet<RowKey>,
     /// Balance rows the read created to lock them (PostgreSQL).
     pub created: Vec<RowKey>,
 }
@@ -48,6 +54,21 @@ impl State {
         };
         let mut state = State::read_rows(tx, run).await?;
         state.payments = payments;
+        let numbered: Vec<_> = run
+            .iter()
+            .filter(|one| one.numbered())
+            .map(|one| {
+                (
+                    one.item.source.name.as_str(),
+                    one.posting.account.as_str(),
+                    one.posting.sequence,
+                )
+            })
+            .collect();
+        if !numbered.is_empty() {
+            let ids: Vec<i64> = run.iter().map(|one| one.intent_id).collect();
+            state.streams = tx.run_streams_busy(&numbered, &ids).await?;
+        }
         Ok(state)
     }
 
@@ -73,18 +94,28 @@ impl State {
                 )
             })
             .collect();
-        let guards = tx.lock_run_guards(&guard_keys).await?;
+        let initial: HashMap<&str, i64> = run
+            .iter()
+            .map(|one| (one.item.source.name.as_str(), one.initial_guard()))
+            .collect();
+        let initial = |source: &str| initial.get(source).copied().unwrap_or(SEQUENCE_FLOOR);
+        let guards = tx.lock_run_guards(&guard_keys, initial).await?;
         let balances = tx.lock_run_balances(&balance_keys).await?;
         Ok(State {
             payments: HashMap::new(),
             guards,
+            streams: HashSet::new(),
             balances: balances.rows,
+            balance_keys: run.iter().map(Run::balance_key).collect(),
             created: balances.created,
         })
     }
 
     /// Reads again the guard and balance of `one`, which was decided
-    /// alone; its payment is decided alone from now on.
+    /// alone; its payment is decided alone from now on. A contiguous
+    /// event's release may have posted parked events in other currencies
+    /// of its account: each balance of the account the run holds is read
+    /// again, and its stream is decided alone from now on.
     pub(super) async fn reread(
         &mut self,
         tx: &mut WriteTx,
@@ -93,12 +124,63 @@ impl State {
         let again = State::read_rows(tx, std::slice::from_ref(one)).await?;
         self.guards.extend(again.guards);
         self.created.extend(again.created);
-        let key = one.balance_key();
-        match again.balances.get(&key) {
-            Some(&row) => self.balances.insert(key, row),
-            None => self.balances.remove(&key),
+        let mut keys = vec![one.balance_key()];
+        if one.numbered() {
+            self.streams.insert(one.guard_key());
+            let account = one.posting.account.as_str();
+            keys.extend(
+                self.balance_keys
+                    .iter()
+                    .filter(|(held, currency)| {
+                        held == account && currency != one.posting.currency.code()
+                    })
+                    .cloned(),
+            );
+        }
+        let rows = if keys.len() > 1 {
+            let now = one.now();
+            let others: Vec<_> = keys[1..]
+                .iter()
+                .map(|(account, currency)| (account.as_str(), currency.as_str(), now))
+                .collect();
+            let others = tx.lock_run_balances(&others).await?;
+            self.created.extend(others.created);
+            let mut rows = again.balances;
+            rows.extend(others.rows);
+            rows
+        } else {
+            again.balances
         };
+        for key in keys {
+            match rows.get(&key) {
+                Some(&row) => self.balances.insert(key, row),
+                None => self.balances.remove(&key),
+            };
+        }
         self.spend_payment(one);
+        Ok(())
+    }
+
+    /// Before `one`, a contiguous event, is decided alone: the balance rows
+    /// the read created for its account (PostgreSQL, to lock them) that
+    /// nothing has posted to yet are deleted. One by one they do not
+    /// exist, and its release may create one at zero that one by one
+    /// keeps; [`State::reread`] creates again those still missing.
+    pub(super) async fn drop_unposted(
+        &mut self,
+        tx: &mut WriteTx,
+        one: &Run<'_, '_>,
+        posted: &HashSet<RowKey>,
+    ) -> Result<(), StoreError> {
+        let account = one.posting.account.as_str();
+        let (dropped, kept): (Vec<RowKey>, Vec<RowKey>) = self
+            .created
+            .drain(..)
+            .partition(|key| key.0 == account && !posted.contains(key));
+        self.created = kept;
+        if !dropped.is_empty() {
+            tx.write_run(&[], &[], &[], &dropped).await?;
+        }
         Ok(())
     }
 
@@ -121,7 +203,15 @@ impl State {
         let Some(&guard) = self.guards.get(&guard_key) else {
             return false;
         };
-        let late = posting.sequence < guard;
+        let numbered = one.numbered();
+        if numbered
+            && (self.streams.contains(&guard_key)
+                || contiguous_slot(guard, posting.sequence) != Slot::Next)
+        {
+            // Parked, late, a release, a number held: decided alone.
+            return false;
+        }
+        let late = !numbered && posting.sequence < guard;
         if late && late::action(one.item.source, posting) != StaleAction::Apply {
             // Held as `stale`: decided alone.
             return false;
@@ -139,7 +229,9 @@ impl State {
         };
         let balance_key = one.balance_key();
         let (balance, count) = self.balances.get(&balance_key).copied().unwrap_or((0, 0));
+        // A stream is applied as the sender numbered it (`Posted::post`).
         if amount < 0
+            && !numbered
             && one.item.source.negative_balance == NegativeBalance::Hold
             && balance + amount < 0
         {

@@ -81,6 +81,7 @@ mod rewrite;
 mod run;
 mod run_payments;
 mod run_pg;
+mod run_streams;
 mod scope;
 
 pub use audit::NewAudit;

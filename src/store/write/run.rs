@@ -7,7 +7,7 @@
 //! Locks, on PostgreSQL: the run's new intents (in arrival order), then
 //! its guard rows, then its balance rows: of each, those that exist in one
 //! `select ... for update` in key order (a row lock, no row written), then
-//! the missing ones created (at the floor, at zero) and so locked. Every
+//! the missing ones created (at their source's initial guard, at zero) and so locked. Every
 //! value the run writes back was read under those locks, so the balances
 //! and guards written from memory are what in-place updates would have
 //! written. The transaction around the run (a group) took the write keys
@@ -24,7 +24,7 @@ use sqlx::QueryBuilder;
 use super::posting::RunPosting;
 use super::run_pg;
 use super::{NewIntent, StoreError, TxConn, WriteTx};
-use crate::domain::{MessageType, SEQUENCE_FLOOR};
+use crate::domain::MessageType;
 
 /// Values bound by one statement at most: within both backends' limits.
 const MAX_BINDS: usize = 32_000;
@@ -219,11 +219,13 @@ impl WriteTx {
 
     /// Locks the guards of `keys` (source, account, the time of the first
     /// event that takes it) in key order and returns each: those that
-    /// exist first, then each missing one created at the floor as
-    /// `LOCK_GUARD` does.
+    /// exist first, then each missing one created as `LOCK_GUARD` does, at
+    /// its source's `initial` guard (the floor, or a contiguous source's
+    /// number before its first).
     pub async fn lock_run_guards(
         &mut self,
         keys: &[(&str, &str, DateTime<Utc>)],
+        initial: impl Fn(&str) -> i64,
     ) -> Result<HashMap<RowKey, i64>, StoreError> {
         let sorted = in_key_order(keys);
         let existing: Vec<(String, String, i64)> = match &mut self.conn {
@@ -251,7 +253,7 @@ impl WriteTx {
                 query.push_values(chunk, |mut row, ((source, account), now)| {
                     row.push_bind(*source)
                         .push_bind(*account)
-                        .push_bind(SEQUENCE_FLOOR)
+                        .push_bind(initial(source))
                         .push_bind(*now);
                 });
                 // Another transaction may have created one meanwhile: then

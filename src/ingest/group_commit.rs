@@ -178,7 +178,7 @@ async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
         }
         let works = Arc::new(works);
         let answers = match tokio::spawn(commit_group(store.clone(), works.clone())).await {
-            Ok(answers) => answers,
+            Ok((answers, _)) => answers,
             Err(panic) => {
                 tracing::error!("a group commit panicked, running its deliveries alone: {panic}");
                 let mut answers = Vec::with_capacity(works.len());
@@ -209,9 +209,12 @@ struct Failed {
 /// others run again without it. A set-based statement that fails (one of a
 /// run of postings: which delivery's row it was is not known) splits the
 /// deliveries in halves, the first committed (or split again) before the
-/// second runs, so that what commits is still in arrival order.
-async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
+/// second runs, so that what commits is still in arrival order. Also how
+/// many times a set-based statement failed (each a split, or a delivery
+/// run again with its events decided alone).
+async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, usize) {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
+    let mut set_based_failures = 0;
     let mut parts = within(works.iter().map(|work| work.events.len()), GROUP_EVENTS);
     while let Some(mut pending) = parts.pop_front() {
         let mut lost = 0;
@@ -245,12 +248,14 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
                     answers[pending.remove(position)] = Some(Err(error));
                 }
                 Err(Failed { at: None, error }) if !error.is_transient() && pending.len() > 1 => {
+                    set_based_failures += 1;
                     tracing::debug!("a group's set-based statement failed, splitting it: {error}");
                     parts.push_front(pending.split_off(pending.len() / 2));
                 }
                 Err(Failed { at: None, error }) if !error.is_transient() && runs => {
                     // The one delivery again with every event decided
                     // alone, the statements it would run by itself.
+                    set_based_failures += 1;
                     tracing::debug!("a delivery's run failed, deciding its events alone: {error}");
                     runs = false;
                 }
@@ -267,10 +272,11 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> Vec<Answer> {
             }
         }
     }
-    answers
+    let answers = answers
         .into_iter()
         .map(|answer| answer.unwrap_or_else(|| Err(gone())))
-        .collect()
+        .collect();
+    (answers, set_based_failures)
 }
 
 /// The deliveries (by their events' counts) in parts of at most `budget`
@@ -455,6 +461,18 @@ pub async fn commit_together(
     store: &Store,
     deliveries: &[(Arc<Source>, Vec<NormalisedEvent>, RawDelivery<'_>)],
 ) -> Vec<Answer> {
+    commit_together_counted(store, deliveries).await.0
+}
+
+/// [`commit_together`], and how many times one of the group's set-based
+/// statements failed and the group was split or run alone: none, where a
+/// run's decisions in memory agree with the rows (a disagreement shows as
+/// a key the run's writes break, caught and run again, so the answers
+/// alone would not show it).
+pub async fn commit_together_counted(
+    store: &Store,
+    deliveries: &[(Arc<Source>, Vec<NormalisedEvent>, RawDelivery<'_>)],
+) -> (Vec<Answer>, usize) {
     let works = deliveries
         .iter()
         .map(|(source, events, raw)| Work::new(source, events, raw))

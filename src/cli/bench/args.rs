@@ -57,6 +57,12 @@ pub struct BenchArgs {
     /// books each payment once.
     #[arg(long)]
     pub payments: bool,
+    /// The source is `contiguous`: each account's credits are numbered 1,
+    /// 2, 3, ... and sent in that order (none late), as a sender that
+    /// numbers its events does; the path that applies a stream in exact
+    /// order.
+    #[arg(long, conflicts_with = "payments")]
+    pub numbered: bool,
     /// The hookledger binary whose `serve` is driven (default: this one),
     /// to compare two builds under one load generator; the ceilings are
     /// always this binary's own.

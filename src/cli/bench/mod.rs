@@ -70,7 +70,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         &database,
         (&secret_text, args.pool),
         destination.as_deref().map(|url| (sink_name.as_str(), url)),
-        args.payments,
+        (args.payments, args.numbered),
     )?;
     let outcome = bench(
         &args,
@@ -112,7 +112,8 @@ async fn bench(
         duration: Duration::from_secs(args.seconds),
         postgres,
         ledger: Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts)
-            .paying(args.payments),
+            .paying(args.payments)
+            .numbering(args.numbered),
         rng: Rng::new(seed),
         rows: Vec::new(),
     };

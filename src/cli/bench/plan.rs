@@ -48,11 +48,14 @@ pub struct Ledger {
     secret: Secret,
     accounts: usize,
     /// Per account, the newest in-order sequence sent (even numbers; a late
-    /// event takes the odd number below, once).
+    /// event takes the odd number below, once; every number, and no late
+    /// one, when `numbered`).
     sequence: Vec<i64>,
     late_used: Vec<i64>,
     /// Each new credit is a payment's, with an id of its own.
     payments: bool,
+    /// Each account's credits are numbered 1, 2, 3, ... (none late).
+    numbered: bool,
     /// Every event answered 200 (new ones), for redeliveries.
     pub accepted: Vec<Planned>,
     /// Per account, the sum of the accepted credits.
@@ -70,6 +73,7 @@ impl Ledger {
             sequence: vec![0; accounts],
             late_used: vec![0; accounts],
             payments: false,
+            numbered: false,
             accepted: Vec::new(),
             expected: HashMap::new(),
             next_id: 0,
@@ -79,6 +83,12 @@ impl Ledger {
     /// With `payments`, each new credit names a payment of its own.
     pub fn paying(self, payments: bool) -> Self {
         Self { payments, ..self }
+    }
+
+    /// With `numbered`, each account's credits are numbered 1, 2, 3, ...
+    /// in the order they are planned, and none is late.
+    pub fn numbering(self, numbered: bool) -> Self {
+        Self { numbered, ..self }
     }
 
     pub fn account_id(&self, account: usize) -> String {
@@ -110,14 +120,15 @@ impl Ledger {
                 continue;
             }
             let account = rng.below(self.accounts as u64) as usize;
-            let late = roll < profile.duplicates + profile.late
+            let late = !self.numbered
+                && roll < profile.duplicates + profile.late
                 && self.sequence[account] >= 2
                 && self.late_used[account] < self.sequence[account] - 1;
             let sequence = if late {
                 self.late_used[account] = self.sequence[account] - 1;
                 self.sequence[account] - 1
             } else {
-                self.sequence[account] += 2;
+                self.sequence[account] += if self.numbered { 1 } else { 2 };
                 self.sequence[account]
             };
             self.next_id += 1;
@@ -195,6 +206,22 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), all, "an event id repeats among new events");
+    }
+
+    #[test]
+    fn a_numbered_plan_numbers_each_account_from_one_with_none_late() {
+        let mut ledger = ledger().numbering(true);
+        let mut rng = Rng::new(3);
+        let mixed = ledger.plan(&mut rng, MIXED, 300, 0).unwrap();
+        let mut last: HashMap<String, i64> = HashMap::new();
+        for planned in mixed.iter().filter(|p| !p.duplicate) {
+            let body: serde_json::Value = serde_json::from_slice(&planned.signed.body).unwrap();
+            let account = body["data"]["account_id"].as_str().unwrap().to_owned();
+            let sequence = body["data"]["sequence"].as_i64().unwrap();
+            let before = last.insert(account, sequence).unwrap_or(0);
+            assert_eq!(sequence, before + 1, "{body}");
+        }
+        assert_eq!(last.len(), 3, "every account numbered");
     }
 
     #[test]

@@ -11,13 +11,14 @@ const START_WAIT: Duration = Duration::from_secs(60);
 /// Writes the bench's config: one `bench` source, the given database and
 /// pool size, a free local port, the defaults for everything else; with
 /// `sink` (a name and a URL), an `http` destination there for every
-/// posting; with `payments`, the source reads each credit's payment id.
+/// posting; with `payments`, the source reads each credit's payment id;
+/// with `numbered`, it is `contiguous`.
 pub fn write_config(
     folder: &Path,
     database: &str,
     (secret, pool): (&str, u32),
     sink: Option<(&str, &str)>,
-    payments: bool,
+    (payments, numbered): (bool, bool),
 ) -> Result<PathBuf, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -37,6 +38,9 @@ pub fn write_config(
     );
     if payments {
         text.push_str("payment_path = \"data.payment_id\"\n");
+    }
+    if numbered {
+        text.push_str("ordering = \"contiguous\"\n");
     }
     if let Some((name, url)) = sink {
         text.push_str(&format!(

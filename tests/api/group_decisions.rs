@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use hookledger::domain::{
-    AccountId, Basis, Currency, Direction, EventId, Link, Movement, NormalisedEvent, Origin,
+    AccountId, Basis, Currency, Direction, EventId, Link, Movement, NormalisedEvent,
     PositiveAmount, Posting, Rejection, Reversal, ReverseRequest,
 };
 use hookledger::ingest::{Outcome, RawDelivery, commit_together_counted, ingest_direct};
@@ -364,15 +364,7 @@ fn deliveries<'a>(
         .iter()
         .zip(digests)
         .map(|(plan, digest)| {
-            let raw = RawDelivery {
-                payload: &plan.body,
-                payload_sha256: digest,
-                received_at: plan.received_at,
-                signature_headers: None,
-                signed_at: None,
-                signed_event_id: None,
-                origin: Origin::Webhook,
-            };
+            let raw = crate::direct::webhook(&plan.body, digest, plan.received_at);
             (
                 source(sources, plan.source).clone(),
                 plan.events.clone(),

@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use hookledger::domain::{
-    AccountId, Currency, Direction, EventId, Link, Movement, NormalisedEvent, Origin,
-    PositiveAmount, Posting,
+    AccountId, Currency, Direction, EventId, Link, Movement, NormalisedEvent, PositiveAmount,
+    Posting,
 };
-use hookledger::ingest::{RawDelivery, commit_together};
+use hookledger::ingest::commit_together;
 use hookledger::receive::sha256_hex;
 use hookledger::source::Source;
 use hookledger::store::WriteKeys;
@@ -81,15 +81,7 @@ async fn group(
         .into_iter()
         .zip(bodies.iter().zip(&digests))
         .map(|(event, (body, digest))| {
-            let raw = RawDelivery {
-                payload: body,
-                payload_sha256: digest,
-                received_at: Utc::now(),
-                signature_headers: None,
-                signed_at: None,
-                signed_event_id: None,
-                origin: Origin::Webhook,
-            };
+            let raw = crate::direct::webhook(body, digest, Utc::now());
             (source.clone(), vec![event], raw)
         })
         .collect();

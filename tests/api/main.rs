@@ -9,6 +9,7 @@ mod backend;
 mod broker_process;
 mod browser;
 mod config_schema;
+mod direct;
 mod doc_links;
 mod fake_api;
 mod fake_feed;

@@ -18,32 +18,17 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use hookledger::domain::{
-    AccountId, Currency, Direction, EventId, Link, Movement, NormalisedEvent, Origin,
-    PositiveAmount, Posting,
+    AccountId, Currency, Direction, EventId, Link, Movement, NormalisedEvent, PositiveAmount,
+    Posting,
 };
-use hookledger::ingest::{RawDelivery, commit_together};
+use hookledger::ingest::commit_together;
 use hookledger::receive::sha256_hex;
 use hookledger::source::Source;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{Backend, DEMO_SECRET, Options, TestApp, json_with_status};
+use crate::helpers::{Backend, Options, TestApp, json_with_status};
 use crate::pause::{PAUSE, Pause};
-
-/// A sender whose credits name their payment and whose refunds name the
-/// payment they refund (and no account).
-fn sales_source() -> String {
-    format!(
-        r#"
-[[sources]]
-name = "sales"
-kind = "standard-webhooks"
-secrets = ["{DEMO_SECRET}"]
-payment_path = "data.payment_id"
-reverses_path = "data.payment_id"
-"#
-    )
-}
 
 /// Stops the run at the insert of the payment's credit.
 const PAUSE_RUN: &str = "
@@ -77,7 +62,7 @@ async fn a_refund_racing_a_run_that_credits_its_payment_is_released() {
     ) else {
         return;
     };
-    let sources = sales_source();
+    let sources = crate::direct::sales_source("");
     let options = || Options {
         extra_sources: &sources,
         ..Options::default()
@@ -105,15 +90,7 @@ async fn a_refund_racing_a_run_that_credits_its_payment_is_released() {
         .iter()
         .zip(bodies.iter().zip(&digests))
         .map(|(event, (body, digest))| {
-            let raw = RawDelivery {
-                payload: body,
-                payload_sha256: digest,
-                received_at: Utc::now(),
-                signature_headers: None,
-                signed_at: None,
-                signed_event_id: None,
-                origin: Origin::Webhook,
-            };
+            let raw = crate::direct::webhook(body, digest, Utc::now());
             (sales.clone(), vec![event.clone()], raw)
         })
         .collect();

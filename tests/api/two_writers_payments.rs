@@ -23,30 +23,12 @@ use hookledger::providers::Sample;
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::helpers::{
-    Backend, DEMO_SECRET, Options, TestApp, body_of, credit_seq, debit_seq, json_with_status,
-};
+use crate::helpers::{Backend, Options, TestApp, body_of, credit_seq, debit_seq, json_with_status};
 use crate::ordering_load::{account, shuffle};
 
 const ACCOUNTS: i64 = 4;
 const PAYMENTS: i64 = 96;
 const SENDERS: usize = 32;
-
-/// A sender of payments whose refunds name them; late events apply (a
-/// shuffled load is mostly late), so every outcome is known in advance.
-fn sales_source() -> String {
-    format!(
-        r#"
-[[sources]]
-name = "sales"
-kind = "standard-webhooks"
-secrets = ["{DEMO_SECRET}"]
-payment_path = "data.payment_id"
-reverses_path = "data.payment_id"
-on_stale = "apply"
-"#
-    )
-}
 
 fn amount(p: i64) -> i64 {
     2_000 + p
@@ -117,7 +99,9 @@ async fn sent(app: &TestApp, sample: &Sample) -> Value {
 }
 
 async fn two_writers_credit_each_payment_once(backend: Backend) {
-    let sources = sales_source();
+    // Late events apply (a shuffled load is mostly late), so every
+    // outcome is known in advance.
+    let sources = crate::direct::sales_source("on_stale = \"apply\"");
     let options = || Options {
         extra_sources: &sources,
         ..Options::default()

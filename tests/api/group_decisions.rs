@@ -860,6 +860,37 @@ async fn a_release_in_a_run_leaves_the_rows_one_by_one_leaves(backend: Backend) 
     assert_eq!(seen[1].status.as_str(), "applied", "{seen:?}");
 }
 
+/// Numbers 1 to 3 applied, then the stream's guard moved back to 1 by
+/// hand (no API does that to a contiguous stream: an operator's reset is
+/// refused there; the holder check is what one by one has for it). A new
+/// event numbered 2 is then the next number, but its number is taken: one
+/// by one it is rejected, naming the holder; a run must find the holder
+/// outside it, and decide it alone.
+async fn a_number_held_outside_a_run_is_rejected_as_one_by_one(backend: Backend) {
+    let (together, alone, sources) = two_apps(backend).await;
+    let mut plan = Plan::new(19, Mix::Every);
+    let applied: Vec<NormalisedEvent> = (1..=3)
+        .map(|n| numbered(&mut plan, Direction::Credit, "USD", n))
+        .collect();
+    let again = numbered(&mut plan, Direction::Credit, "USD", 2);
+    let after = numbered(&mut plan, Direction::Credit, "EUR", 3);
+    let stored = ledger_deliveries(&plan, applied, 0);
+    let apps = [&together, &alone];
+    one_by_one_as(apps, &sources, &stored, "applied").await;
+    for app in apps {
+        app.execute_sql(
+            "update sequence_guards set last_sequence = 1 \
+             where source = 'ledger' and account_id = 'acct_stream'",
+        )
+        .await
+        .unwrap();
+    }
+    let group = ledger_deliveries(&plan, vec![again, after], 3);
+    let pair = (&together, &alone);
+    let seen = group_as_one_by_one(pair, &sources, &group, "a number held outside a run").await;
+    assert_eq!(seen[0].status.as_str(), "rejected", "{seen:?}");
+}
+
 fn options_again<'a>(options: &Options<'a>) -> Options<'a> {
     Options {
         extra_sources: options.extra_sources,
@@ -958,5 +989,6 @@ crate::both_backends!(
     a_release_inside_a_run_moves_a_balance_the_run_reads_again,
     a_redelivery_after_its_release_in_a_run_is_answered_applied,
     a_release_in_a_run_leaves_the_rows_one_by_one_leaves,
+    a_number_held_outside_a_run_is_rejected_as_one_by_one,
     a_run_stops_at_the_balance_limit
 );

@@ -5,8 +5,8 @@
 //! number and nothing else is in its way: no event of the stream is parked
 //! (`waiting`: applying the next number would release it), and no intent
 //! outside the run holds its number (one by one, the holder check rejects
-//! it: a parked event that got the number first, or an applied one above a
-//! guard an operator reset). One statement answers both for the whole run.
+//! it: a parked event that got the number first, or one applied above a
+//! guard moved back, which no operator action does to a stream). One statement answers both for the whole run.
 //! Its reads need no row lock: the run reads them after it locked the
 //! streams' guard rows (`lock_run_guards`), and every park and every new
 //! holder of a number is written under its stream's guard lock (see

@@ -59,7 +59,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::keys;
 use super::run_of_postings::{self, Item};
 use super::{Outcome, RawDelivery, run};
-use crate::domain::{NormalisedEvent, OrderingMode, Origin};
+use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
 use crate::store::{Store, StoreError, WriteTx};
 
@@ -442,14 +442,9 @@ fn run_length<'a>(
             let Some(posting) = run_of_postings::in_run(source, event) else {
                 return false;
             };
-            let numbered = source.ordering.mode == OrderingMode::Contiguous;
             keys.insert((source.scope.as_str(), event.event_id.as_str()))
-                && (!numbered
-                    || numbers.insert((
-                        source.name.as_str(),
-                        posting.account.as_str(),
-                        posting.sequence,
-                    )))
+                && run_of_postings::stream_number(source, posting)
+                    .is_none_or(|number| numbers.insert(number))
         })
         .count()
 }

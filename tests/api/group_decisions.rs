@@ -602,6 +602,13 @@ async fn refunds_waiting(apps: [&TestApp; 2], sources: &[Arc<Source>], first: &[
     one_by_one_as(apps, sources, first, "unmatched").await;
 }
 
+/// `sql` run on both apps: a state no API makes, rigged alike in each.
+async fn on_both(apps: [&TestApp; 2], sql: &'static str) {
+    for app in apps {
+        app.execute_sql(sql).await.unwrap();
+    }
+}
+
 /// `first` ingested one by one into both apps, each event answered
 /// `status`.
 async fn one_by_one_as(
@@ -681,9 +688,7 @@ async fn a_run_releases_a_refund_that_waits_without_a_row(backend: Backend) {
         .map(|(credit, n)| delivery(vec![credit], n))
         .collect();
     refunds_waiting([&together, &alone], &sources, &refund).await;
-    for app in [&together, &alone] {
-        app.execute_sql("delete from payments").await.unwrap();
-    }
+    on_both([&together, &alone], "delete from payments").await;
     let pair = (&together, &alone);
     group_as_one_by_one(pair, &sources, &credits, "a refund waiting without a row").await;
     let intents = crate::table_rows::table_json(&together, "intents", None).await;
@@ -845,14 +850,9 @@ async fn a_release_in_a_run_leaves_the_rows_one_by_one_leaves(backend: Backend) 
     let apps = [&together, &alone];
     one_by_one_as(apps, &sources, &stored[..1], "applied").await;
     one_by_one_as(apps, &sources, &stored[1..], "waiting").await;
-    for app in apps {
-        app.execute_sql(
-            "update sequence_guards set last_sequence = 5 \
-             where source = 'ledger' and account_id = 'acct_stream'",
-        )
-        .await
-        .unwrap();
-    }
+    let guard_at_5 = "update sequence_guards set last_sequence = 5 \
+        where source = 'ledger' and account_id = 'acct_stream'";
+    on_both(apps, guard_at_5).await;
     let group = ledger_deliveries(&plan, vec![ahead, next], 2);
     let pair = (&together, &alone);
     let seen = group_as_one_by_one(pair, &sources, &group, "a release holding a late debit").await;
@@ -877,18 +877,32 @@ async fn a_number_held_outside_a_run_is_rejected_as_one_by_one(backend: Backend)
     let stored = ledger_deliveries(&plan, applied, 0);
     let apps = [&together, &alone];
     one_by_one_as(apps, &sources, &stored, "applied").await;
-    for app in apps {
-        app.execute_sql(
-            "update sequence_guards set last_sequence = 1 \
-             where source = 'ledger' and account_id = 'acct_stream'",
-        )
-        .await
-        .unwrap();
-    }
+    let guard_at_1 = "update sequence_guards set last_sequence = 1 \
+        where source = 'ledger' and account_id = 'acct_stream'";
+    on_both(apps, guard_at_1).await;
     let group = ledger_deliveries(&plan, vec![again, after], 3);
     let pair = (&together, &alone);
     let seen = group_as_one_by_one(pair, &sources, &group, "a number held outside a run").await;
     assert_eq!(seen[0].status.as_str(), "rejected", "{seen:?}");
+}
+
+/// One group holds number 3 twice (two events, one account), past a gap:
+/// one by one the first parks and the second is rejected, naming it. A run
+/// inserts its intents first, so the first's holder check would find the
+/// second: the second number must start another run.
+async fn a_number_taken_twice_in_a_group_is_decided_as_one_by_one(backend: Backend) {
+    let (together, alone, sources) = two_apps(backend).await;
+    let mut plan = Plan::new(23, Mix::Every);
+    let first = numbered(&mut plan, Direction::Credit, "USD", 1);
+    let stored = ledger_deliveries(&plan, vec![first], 0);
+    one_by_one_as([&together, &alone], &sources, &stored, "applied").await;
+    let taken = numbered(&mut plan, Direction::Credit, "USD", 3);
+    let again = numbered(&mut plan, Direction::Credit, "USD", 3);
+    let group = ledger_deliveries(&plan, vec![taken, again], 1);
+    let pair = (&together, &alone);
+    let seen = group_as_one_by_one(pair, &sources, &group, "a number taken twice").await;
+    assert_eq!(seen[0].status.as_str(), "waiting", "{seen:?}");
+    assert_eq!(seen[1].status.as_str(), "rejected", "{seen:?}");
 }
 
 fn options_again<'a>(options: &Options<'a>) -> Options<'a> {
@@ -990,5 +1004,6 @@ crate::both_backends!(
     a_redelivery_after_its_release_in_a_run_is_answered_applied,
     a_release_in_a_run_leaves_the_rows_one_by_one_leaves,
     a_number_held_outside_a_run_is_rejected_as_one_by_one,
+    a_number_taken_twice_in_a_group_is_decided_as_one_by_one,
     a_run_stops_at_the_balance_limit
 );

@@ -32,6 +32,21 @@ pub(in crate::ingest) fn in_run<'a>(
     holds.then_some(posting)
 }
 
+/// The number a contiguous `source`'s `posting` takes in its stream:
+/// (source, account, sequence); `None` for a high-water source.
+pub(in crate::ingest) fn stream_number<'a>(
+    source: &'a Source,
+    posting: &'a Posting,
+) -> Option<(&'a str, &'a str, i64)> {
+    (source.ordering.mode == OrderingMode::Contiguous).then(|| {
+        (
+            source.name.as_str(),
+            posting.account.as_str(),
+            posting.sequence,
+        )
+    })
+}
+
 /// A new event of the run: its item, its place, its intent.
 pub(super) struct Run<'i, 'a> {
     pub item: &'i Item<'a>,
@@ -51,9 +66,14 @@ impl<'i, 'a> Run<'i, 'a> {
         }
     }
 
+    /// Its number in its stream, where its source numbers its events.
+    pub(super) fn number(&self) -> Option<(&'i str, &'i str, i64)> {
+        stream_number(self.item.source, self.posting)
+    }
+
     /// Whether its source numbers its events (`contiguous`).
     pub(super) fn numbered(&self) -> bool {
-        self.item.source.ordering.mode == OrderingMode::Contiguous
+        self.number().is_some()
     }
 
     /// The guard its stream starts from, as `high_water` and `contiguous`

@@ -57,7 +57,7 @@ use crate::domain::{NormalisedEvent, Status};
 use crate::store::{RowKey, StoreError, WriteTx};
 use batch::Batch;
 use member::Run;
-pub(super) use member::{Item, in_run};
+pub(super) use member::{Item, in_run, stream_number};
 use state::State;
 
 /// The run failed: at one item's own step (decided alone), or at a
@@ -87,12 +87,6 @@ pub(super) async fn decide(
     if !payments.is_empty() && tx.run_payments_waited_for(&payments).await.map_err(whole)? {
         return Ok(None);
     }
-    let alone = |item| {
-        move |error| RunFailed {
-            item: Some(item),
-            error,
-        }
-    };
     let payloads: Vec<_> = items
         .iter()
         .map(|item| event_payload(item.event, item.raw))
@@ -182,12 +176,17 @@ async fn count_redeliveries(
     while let Some(index) = pending.next_if(|&index| index < before) {
         let item = &items[index];
         let counted = run(tx, item.source, item.event, item.raw).await;
-        outcomes[index] = Some(counted.map_err(|error| RunFailed {
-            item: Some(index),
-            error,
-        })?);
+        outcomes[index] = Some(counted.map_err(alone(index))?);
     }
     Ok(())
+}
+
+/// A failure of `item`'s own statements.
+fn alone(item: usize) -> impl FnOnce(StoreError) -> RunFailed {
+    move |error| RunFailed {
+        item: Some(item),
+        error,
+    }
 }
 
 fn applied(event: &NormalisedEvent, late: bool) -> Outcome {

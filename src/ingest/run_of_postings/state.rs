@@ -54,17 +54,7 @@ impl State {
         };
         let mut state = State::read_rows(tx, run).await?;
         state.payments = payments;
-        let numbered: Vec<_> = run
-            .iter()
-            .filter(|one| one.numbered())
-            .map(|one| {
-                (
-                    one.item.source.name.as_str(),
-                    one.posting.account.as_str(),
-                    one.posting.sequence,
-                )
-            })
-            .collect();
+        let numbered: Vec<_> = run.iter().filter_map(Run::number).collect();
         if !numbered.is_empty() {
             let ids: Vec<i64> = run.iter().map(|one| one.intent_id).collect();
             state.streams = tx.run_streams_busy(&numbered, &ids).await?;
@@ -124,33 +114,28 @@ impl State {
         let again = State::read_rows(tx, std::slice::from_ref(one)).await?;
         self.guards.extend(again.guards);
         self.created.extend(again.created);
+        let mut rows = again.balances;
         let mut keys = vec![one.balance_key()];
         if one.numbered() {
             self.streams.insert(one.guard_key());
-            let account = one.posting.account.as_str();
-            keys.extend(
-                self.balance_keys
-                    .iter()
-                    .filter(|(held, currency)| {
-                        held == account && currency != one.posting.currency.code()
-                    })
-                    .cloned(),
-            );
-        }
-        let rows = if keys.len() > 1 {
-            let now = one.now();
-            let others: Vec<_> = keys[1..]
+            let (account, own) = (one.posting.account.as_str(), one.posting.currency.code());
+            let others: Vec<(&str, &str, _)> = self
+                .balance_keys
                 .iter()
-                .map(|(account, currency)| (account.as_str(), currency.as_str(), now))
+                .filter(|(held, currency)| held == account && currency != own)
+                .map(|(held, currency)| (held.as_str(), currency.as_str(), one.now()))
                 .collect();
-            let others = tx.lock_run_balances(&others).await?;
-            self.created.extend(others.created);
-            let mut rows = again.balances;
-            rows.extend(others.rows);
-            rows
-        } else {
-            again.balances
-        };
+            if !others.is_empty() {
+                let read = tx.lock_run_balances(&others).await?;
+                self.created.extend(read.created);
+                rows.extend(read.rows);
+                keys.extend(
+                    others
+                        .iter()
+                        .map(|&(held, currency, _)| (held.to_owned(), currency.to_owned())),
+                );
+            }
+        }
         for key in keys {
             match rows.get(&key) {
                 Some(&row) => self.balances.insert(key, row),

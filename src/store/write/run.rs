@@ -7,10 +7,10 @@
 //! Locks, on PostgreSQL: the run's new intents (in arrival order), then
 //! its guard rows, then its balance rows: of each, those that exist in one
 //! `select ... for update` in key order (a row lock, no row written), then
-//! the missing ones created (at their source's initial guard, at zero) and so locked. Every
-//! value the run writes back was read under those locks, so the balances
-//! and guards written from memory are what in-place updates would have
-//! written. The transaction around the run (a group) took the write keys
+//! the missing ones created (at their source's initial guard, at zero)
+//! and so locked. Every value the run writes back was read under those
+//! locks, so the balances and guards written from memory are what in-place
+//! updates would have written. The transaction around the run (a group) took the write keys
 //! of all its events first (`keys`), so no other group holds a row of the
 //! run's accounts or events meanwhile: these locks never wait for one.
 //! SQLite runs one writer at a time (`BEGIN IMMEDIATE`): nothing moves a

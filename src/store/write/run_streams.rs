@@ -6,8 +6,8 @@
 //! (`waiting`: applying the next number would release it), and no intent
 //! outside the run holds its number (one by one, the holder check rejects
 //! it: a parked event that got the number first, or one applied above a
-//! guard moved back, which no operator action does to a stream). One statement answers both for the whole run.
-//! Its reads need no row lock: the run reads them after it locked the
+//! guard moved back, which no operator action does to a stream). One
+//! statement answers both for the whole run. Its reads need no row lock: the run reads them after it locked the
 //! streams' guard rows (`lock_run_guards`), and every park and every new
 //! holder of a number is written under its stream's guard lock (see
 //! `SEQUENCE_HOLDER`'s callers), so none appears until the run commits; an

@@ -16,8 +16,9 @@
 //! Why it is safe: every event is decided in arrival order, each seeing the
 //! ones before it (a redelivery of an event earlier in the same group is a
 //! duplicate, as it would be after that event's commit), by exactly the
-//! statements it would run alone, or for a run of postings (plain ones and
-//! payments' credits) by the same rules in memory with the run's writes set-based
+//! statements it would run alone, or for a run of postings (plain ones,
+//! payments' credits, refunds and disputes, a stream's next numbers) by the
+//! same rules in memory with the run's writes set-based
 //! ([`super::run_of_postings`]); and no answer leaves before the commit
 //! that makes it true. A request cut off while its delivery waits
 //! (a client gone, a shutdown's deadline) may be committed and unanswered:
@@ -57,7 +58,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::keys;
-use super::run_of_postings::{self, Item};
+use super::run_of_postings::{self, Effect, Item};
 use super::{Outcome, RawDelivery, run};
 use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
@@ -209,12 +210,11 @@ struct Failed {
 /// others run again without it. A set-based statement that fails (one of a
 /// run of postings: which delivery's row it was is not known) splits the
 /// deliveries in halves, the first committed (or split again) before the
-/// second runs, so that what commits is still in arrival order. Also how
-/// many times a set-based statement failed (each a split, or a delivery
-/// run again with its events decided alone).
-async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, usize) {
+/// second runs, so that what commits is still in arrival order. Also its
+/// counts ([`GroupCounts`]).
+async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, GroupCounts) {
     let mut answers: Vec<Option<Answer>> = works.iter().map(|_| None).collect();
-    let mut set_based_failures = 0;
+    let mut counts = GroupCounts::default();
     let mut parts = within(works.iter().map(|work| work.events.len()), GROUP_EVENTS);
     while let Some(mut pending) = parts.pop_front() {
         let mut lost = 0;
@@ -235,8 +235,9 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, usiz
                         "a group lost to another transaction, running it again: {error}"
                     );
                 }
-                Ok(outcomes) => {
-                    for (&index, outcomes) in pending.iter().zip(outcomes) {
+                Ok(run) => {
+                    counts.decided_in_memory += run.in_memory;
+                    for (&index, outcomes) in pending.iter().zip(run.outcomes) {
                         answers[index] = Some(Ok(outcomes));
                     }
                     break;
@@ -248,14 +249,14 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, usiz
                     answers[pending.remove(position)] = Some(Err(error));
                 }
                 Err(Failed { at: None, error }) if !error.is_transient() && pending.len() > 1 => {
-                    set_based_failures += 1;
+                    counts.set_based_failures += 1;
                     tracing::debug!("a group's set-based statement failed, splitting it: {error}");
                     parts.push_front(pending.split_off(pending.len() / 2));
                 }
                 Err(Failed { at: None, error }) if !error.is_transient() && runs => {
                     // The one delivery again with every event decided
                     // alone, the statements it would run by itself.
-                    set_based_failures += 1;
+                    counts.set_based_failures += 1;
                     tracing::debug!("a delivery's run failed, deciding its events alone: {error}");
                     runs = false;
                 }
@@ -276,7 +277,25 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, usiz
         .into_iter()
         .map(|answer| answer.unwrap_or_else(|| Err(gone())))
         .collect();
-    (answers, set_based_failures)
+    (answers, counts)
+}
+
+/// What the deliveries of one transaction came to: their outcomes, and how
+/// many events its runs decided in memory.
+struct Run {
+    outcomes: Vec<Vec<Outcome>>,
+    in_memory: usize,
+}
+
+/// How a group was committed, for the tests that hold it to one by one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    /// How many times one of its set-based statements failed, and the
+    /// group was split or a delivery run again with its events alone.
+    pub set_based_failures: usize,
+    /// Events its runs decided in memory (in the transactions that
+    /// committed).
+    pub decided_in_memory: usize,
 }
 
 /// The deliveries (by their events' counts) in parts of at most `budget`
@@ -300,7 +319,7 @@ fn within(counts: impl Iterator<Item = usize>, budget: usize) -> VecDeque<Vec<us
 
 async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
     match run_together(&store, &works, &[index], false).await {
-        Ok(mut outcomes) => Ok(outcomes.pop().unwrap_or_default()),
+        Ok(mut run) => Ok(run.outcomes.pop().unwrap_or_default()),
         Err(failed) => Err(failed.error),
     }
 }
@@ -313,7 +332,7 @@ async fn run_together(
     works: &[Work],
     pending: &[usize],
     runs: bool,
-) -> Result<Vec<Vec<Outcome>>, Failed> {
+) -> Result<Run, Failed> {
     let whole = |error| Failed { at: None, error };
     let mut tx = store.begin().await.map_err(whole)?;
     // Everything the group may touch, before it touches anything.
@@ -328,9 +347,9 @@ async fn run_together(
     }
     let run_min = if runs { RUN_MIN } else { usize::MAX };
     match run_all(&mut tx, works, pending, run_min).await {
-        Ok(outcomes) => {
+        Ok(run) => {
             tx.commit().await.map_err(whole)?;
-            Ok(outcomes)
+            Ok(run)
         }
         Err(failed) => {
             // Explicit, so the write lock is free before the next turn.
@@ -347,7 +366,7 @@ async fn run_all(
     works: &[Work],
     pending: &[usize],
     run_min: usize,
-) -> Result<Vec<Vec<Outcome>>, Failed> {
+) -> Result<Run, Failed> {
     let raws: Vec<RawDelivery<'_>> = pending.iter().map(|&index| works[index].raw()).collect();
     // (position in `pending`, event), in arrival order.
     let events: Vec<(usize, &NormalisedEvent)> = pending
@@ -360,6 +379,7 @@ async fn run_all(
         .iter()
         .map(|&index| Vec::with_capacity(works[index].events.len()))
         .collect();
+    let mut in_memory = 0;
     let mut next = 0;
     while next < events.len() {
         let length = run_length(&events[next..], source);
@@ -379,7 +399,8 @@ async fn run_all(
                     at: failed.item.map(|item| run[item].0),
                     error: failed.error,
                 })?;
-            if let Some(decided) = decided {
+            if let Some((decided, counted)) = decided {
+                in_memory += counted;
                 for (&(position, _), outcome) in run.iter().zip(decided) {
                     outcomes[position].push(outcome);
                 }
@@ -401,7 +422,10 @@ async fn run_all(
             next += 1;
         }
     }
-    Ok(outcomes)
+    Ok(Run {
+        outcomes,
+        in_memory,
+    })
 }
 
 /// One event decided alone, by the statements it would run by itself; a
@@ -429,22 +453,47 @@ const RUN_MIN: usize = 2;
 /// contiguous stream twice. A run inserts its intents first; one by one, an
 /// event's number is held only by the events before it, so a number taken
 /// twice starts the next run, where the holder check sees only the first.
+/// A credit of a payment that a reversal earlier in the run names starts
+/// the next run too: that reversal may wait `unmatched`, and the credit
+/// would release it (the next run sees it waiting, and is decided one by
+/// one). So does a reversal of a payment that a part credit earlier in the
+/// run pays: a part decided alone (on a row credited before) applies, and
+/// its release would find the reversal's intent, inserted with the run's
+/// as `unmatched`; a whole credit decided alone never applies (it is held
+/// late, a second credit, or out of range), so it releases nothing.
 fn run_length<'a>(
-    events: &[(usize, &NormalisedEvent)],
+    events: &[(usize, &'a NormalisedEvent)],
     source: impl Fn(usize) -> &'a Source,
 ) -> usize {
     let mut keys = HashSet::new();
     let mut numbers = HashSet::new();
+    let mut reversed = HashSet::new();
+    let mut parted = HashSet::new();
     events
         .iter()
         .take_while(|&&(position, event)| {
             let source = source(position);
-            let Some(posting) = run_of_postings::in_run(source, event) else {
+            let Some(effect) = run_of_postings::in_run(source, event) else {
                 return false;
             };
-            keys.insert((source.scope.as_str(), event.event_id.as_str()))
-                && run_of_postings::stream_number(source, posting)
-                    .is_none_or(|number| numbers.insert(number))
+            let scope = source.scope.as_str();
+            keys.insert((scope, event.event_id.as_str()))
+                && match effect {
+                    Effect::Post(posting) => {
+                        let paid = posting.link.paid();
+                        if let Some((payment, true)) = paid {
+                            parted.insert((scope, payment));
+                        }
+                        run_of_postings::stream_number(source, posting)
+                            .is_none_or(|number| numbers.insert(number))
+                            && paid.is_none_or(|(payment, _)| !reversed.contains(&(scope, payment)))
+                    }
+                    Effect::Reverse(request) => {
+                        let payment = (scope, request.reversal.payment_ref.as_str());
+                        reversed.insert(payment);
+                        !parted.contains(&payment)
+                    }
+                }
         })
         .count()
 }
@@ -459,15 +508,16 @@ pub async fn commit_together(
     commit_together_counted(store, deliveries).await.0
 }
 
-/// [`commit_together`], and how many times one of the group's set-based
-/// statements failed and the group was split or run alone: none, where a
-/// run's decisions in memory agree with the rows (a disagreement shows as
-/// a key the run's writes break, caught and run again, so the answers
-/// alone would not show it).
+/// [`commit_together`], and its counts: how many times one of the group's
+/// set-based statements failed and the group was split or run alone (none,
+/// where a run's decisions in memory agree with the rows: a disagreement
+/// shows as a key the run's writes break, caught and run again, so the
+/// answers alone would not show it), and how many events its runs decided
+/// in memory (so a test knows the path it holds to one by one was taken).
 pub async fn commit_together_counted(
     store: &Store,
     deliveries: &[(Arc<Source>, Vec<NormalisedEvent>, RawDelivery<'_>)],
-) -> (Vec<Answer>, usize) {
+) -> (Vec<Answer>, GroupCounts) {
     let works = deliveries
         .iter()
         .map(|(source, events, raw)| Work::new(source, events, raw))

@@ -56,7 +56,7 @@ use outcome::Decided;
 use posted::Posted;
 
 pub use backlog::DrainSignal;
-pub use group_commit::{GROUP_MAX, commit_together, commit_together_counted};
+pub use group_commit::{GROUP_MAX, GroupCounts, commit_together, commit_together_counted};
 pub use ingestor::{Ingestor, ingest_direct};
 pub use intent::{RawDelivery, sha256_hex};
 pub(crate) use ledger::{LedgerPosting, post_to_ledger};

@@ -45,8 +45,8 @@ pub use rows::{
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
     PaymentCredit, PaymentKey, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped,
-    RowKey, RunBalance, RunBalances, RunCredit, RunGuard, RunLate, RunPayment, RunPosting,
-    UnmatchedRow, WriteKeys, WriteTx, received_at_text,
+    RowKey, RunBalance, RunBalances, RunCredit, RunGuard, RunLate, RunMatch, RunPayment,
+    RunPosting, RunReversed, UnmatchedRow, WriteKeys, WriteTx, received_at_text,
 };
 
 /// Runs `$body` with `$conn` bound to the concrete pool of either backend.

@@ -10,8 +10,9 @@
 //! contiguous numbers (of two streams, numbered from 1 and from 0) in
 //! order, parked, and released by the gap-filler, a payment credited twice
 //! (`duplicate_effect`), a refund before its payment (unmatched, released
-//! by the credit) and after it, a refund larger than the payment, batches,
-//! events with no effect. And groups made mostly of payments' credits,
+//! by the credit) and after it, a refund larger than the payment, running
+//! totals, refunds naming an account or in another currency, reinstatements,
+//! batches, events with no effect. And groups made mostly of payments' credits,
 //! which runs decide in memory where the payment is new to the database:
 //! new payments whole and in parts, a part and a whole of one payment (each
 //! way round), a payment credited before or earlier in the same run,
@@ -37,11 +38,11 @@ use crate::outbox::http_destination;
 
 /// A delivery as the test holds it: the source's name, its events, its body.
 #[derive(Clone)]
-struct Planned {
-    source: &'static str,
-    events: Vec<NormalisedEvent>,
-    body: Vec<u8>,
-    received_at: DateTime<Utc>,
+pub(crate) struct Planned {
+    pub source: &'static str,
+    pub events: Vec<NormalisedEvent>,
+    pub body: Vec<u8>,
+    pub received_at: DateTime<Utc>,
 }
 
 const ACCOUNTS: [&str; 3] = ["acct_a", "acct_b", "acct_c"];
@@ -49,7 +50,7 @@ const CURRENCIES: [&str; 2] = ["USD", "EUR"];
 
 /// What a plan's deliveries are mostly made of.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Mix {
+pub(crate) enum Mix {
     /// Every kind of decision.
     Every,
     /// Payments' credits, with plain postings and refunds between them.
@@ -57,7 +58,7 @@ enum Mix {
 }
 
 /// Random deliveries from `seed`.
-struct Plan {
+pub(crate) struct Plan {
     mix: Mix,
     /// In every event and payment id: plans of several seeds go to one
     /// database, each with events and payments of its own.
@@ -73,12 +74,14 @@ struct Plan {
     payments: u64,
     /// Payments credited in parts so far.
     parted: u64,
+    /// The refunds' event ids so far, for reinstatements.
+    refunds: Vec<String>,
     events: u64,
-    start: DateTime<Utc>,
+    pub start: DateTime<Utc>,
 }
 
 impl Plan {
-    fn new(seed: u64, mix: Mix) -> Self {
+    pub(crate) fn new(seed: u64, mix: Mix) -> Self {
         Plan {
             mix,
             tag: seed,
@@ -88,6 +91,7 @@ impl Plan {
             gaps: Default::default(),
             payments: 0,
             parted: 0,
+            refunds: Vec::new(),
             events: 0,
             start: Utc.with_ymd_and_hms(2026, 5, 1, 9, 0, 0).unwrap(),
         }
@@ -102,7 +106,7 @@ impl Plan {
         EventId::parse(&format!("evt_{}_{}", self.tag, self.events)).unwrap()
     }
 
-    fn event(&mut self, movement: Movement) -> NormalisedEvent {
+    pub(crate) fn event(&mut self, movement: Movement) -> NormalisedEvent {
         NormalisedEvent {
             event_id: self.event_id(),
             event_type: "balance.change".to_owned(),
@@ -113,7 +117,7 @@ impl Plan {
         }
     }
 
-    fn posting(&mut self, direction: Direction, link: Link, sequence: i64) -> Posting {
+    pub(crate) fn posting(&mut self, direction: Direction, link: Link, sequence: i64) -> Posting {
         let account = self.pick(&ACCOUNTS);
         Posting {
             direction,
@@ -237,8 +241,10 @@ impl Plan {
 
     /// A refund of a payment credited before, or of the next one (which
     /// waits unmatched until it is credited); now and then larger than any
-    /// payment.
-    fn refund(&mut self) -> NormalisedEvent {
+    /// payment, a running total, naming an account (the payment's or
+    /// another), in another currency than the payment's, or a
+    /// reinstatement of an earlier refund.
+    pub(crate) fn refund(&mut self) -> NormalisedEvent {
         let payment = if self.mix == Mix::Payments && self.rng.below(3) == 0 {
             // The next payment: it waits for the credit, which releases it.
             self.payments + 1
@@ -250,19 +256,36 @@ impl Plan {
         } else {
             1 + self.rng.below(200) as i64
         };
+        let roll = self.rng.below(20);
+        let basis = if roll < 4 { Basis::Total } else { Basis::Each };
+        let account = (4..6)
+            .contains(&roll)
+            .then(|| AccountId::parse(self.pick(&ACCOUNTS)).unwrap());
+        let currency = if roll == 6 { "EUR" } else { "USD" };
+        let undoes = (roll == 7 && !self.refunds.is_empty())
+            .then(|| self.refunds[self.rng.index(self.refunds.len())].clone());
+        let direction = if undoes.is_some() {
+            Direction::Credit
+        } else {
+            Direction::Debit
+        };
         let request = ReverseRequest {
-            direction: Direction::Debit,
-            currency: Currency::parse("USD").unwrap(),
+            direction,
+            currency: Currency::parse(currency).unwrap(),
             amount: PositiveAmount::new(amount).unwrap(),
-            account: None,
+            account,
             sequence: self.sequence(),
             reversal: Reversal {
                 payment_ref: format!("pay_{}_{payment}", self.tag),
-                basis: Basis::Each,
-                undoes: None,
+                basis,
+                undoes,
             },
         };
-        self.event(Movement::Reverse(request))
+        let event = self.event(Movement::Reverse(request));
+        if direction == Direction::Debit {
+            self.refunds.push(event.event_id.as_str().to_owned());
+        }
+        event
     }
 
     fn no_effect(&mut self) -> NormalisedEvent {
@@ -457,7 +480,7 @@ async fn tables(app: &TestApp) -> Vec<(&'static str, Vec<Value>)> {
 
 /// Two apps of the same config, one for groups and one for deliveries
 /// one by one, and the config's sources.
-async fn two_apps(backend: Backend) -> (TestApp, TestApp, Vec<Arc<Source>>) {
+pub(crate) async fn two_apps(backend: Backend) -> (TestApp, TestApp, Vec<Arc<Source>>) {
     let destinations = config_text();
     let options = options(&destinations);
     let together = TestApp::spawn_with(backend.clone(), options_again(&options)).await;
@@ -497,11 +520,13 @@ async fn decides_as_one_by_one(backend: Backend, mix: Mix) -> (Vec<Outcome>, Tes
         while !rest.is_empty() {
             let size = (1 + rng.index(30)).min(rest.len());
             let (group, after) = rest.split_at(size);
-            let (together_answers, failures) =
-                commit_together_counted(together.store(), group).await;
+            let (together_answers, counts) = commit_together_counted(together.store(), group).await;
             // Decided in memory as the rows say: no write of a run broke
             // a key and ran again.
-            assert_eq!(failures, 0, "seed {seed}: a set-based statement failed");
+            assert_eq!(
+                counts.set_based_failures, 0,
+                "seed {seed}: a set-based statement failed"
+            );
             for ((source, events, raw), answer) in group.iter().zip(&together_answers) {
                 let alone_answer = ingest_direct(alone.store(), source, events, raw).await;
                 let at = grouped.len();
@@ -611,7 +636,7 @@ async fn on_both(apps: [&TestApp; 2], sql: &'static str) {
 
 /// `first` ingested one by one into both apps, each event answered
 /// `status`.
-async fn one_by_one_as(
+pub(crate) async fn one_by_one_as(
     apps: [&TestApp; 2],
     sources: &[Arc<Source>],
     first: &[Planned],
@@ -629,16 +654,32 @@ async fn one_by_one_as(
 /// `group` committed together into `together` and one by one into
 /// `alone`: the same answer for each delivery, and the same tables after.
 /// Every outcome, in order.
-async fn group_as_one_by_one(
-    (together, alone): (&TestApp, &TestApp),
+pub(crate) async fn group_as_one_by_one(
+    pair: (&TestApp, &TestApp),
     sources: &[Arc<Source>],
     group: &[Planned],
     context: &str,
 ) -> Vec<Outcome> {
+    group_as_one_by_one_counted(pair, sources, group, context)
+        .await
+        .0
+}
+
+/// [`group_as_one_by_one`], and how many events the group's runs decided
+/// in memory.
+pub(crate) async fn group_as_one_by_one_counted(
+    (together, alone): (&TestApp, &TestApp),
+    sources: &[Arc<Source>],
+    group: &[Planned],
+    context: &str,
+) -> (Vec<Outcome>, usize) {
     let digests: Vec<String> = group.iter().map(|p| sha256_hex(&p.body)).collect();
     let all = deliveries(group, &digests, sources);
-    let (answers, failures) = commit_together_counted(together.store(), &all).await;
-    assert_eq!(failures, 0, "{context}: a set-based statement failed");
+    let (answers, counts) = commit_together_counted(together.store(), &all).await;
+    assert_eq!(
+        counts.set_based_failures, 0,
+        "{context}: a set-based statement failed"
+    );
     let mut seen = Vec::new();
     for ((source, events, raw), answer) in all.iter().zip(answers) {
         let one = ingest_direct(alone.store(), source, events, raw)
@@ -648,7 +689,7 @@ async fn group_as_one_by_one(
         seen.extend(one);
     }
     same_tables(together, alone, context).await;
-    seen
+    (seen, counts.decided_in_memory)
 }
 
 /// A refund waits `unmatched` in a scope that holds no row of its payment
@@ -964,9 +1005,9 @@ async fn a_run_stops_at_the_balance_limit(backend: Backend) {
         .collect();
     let digests: Vec<String> = planned.iter().map(|p| sha256_hex(&p.body)).collect();
     let all = deliveries(&planned, &digests, &sources);
-    let (answers, failures) = commit_together_counted(together.store(), &all).await;
+    let (answers, counts) = commit_together_counted(together.store(), &all).await;
     // Refused in memory, as one by one refuses it: no statement broke.
-    assert_eq!(failures, 0, "a set-based statement failed");
+    assert_eq!(counts.set_based_failures, 0, "a set-based statement failed");
     let mut statuses = Vec::new();
     for ((source, events, raw), answer) in all.iter().zip(answers) {
         let one = ingest_direct(alone.store(), source, events, raw).await;

@@ -34,6 +34,7 @@ mod replay_cli;
 mod replay_refusals;
 mod replay_rekey;
 mod run_interleavings;
+mod run_refunds;
 mod samples;
 mod table_rows;
 mod thin_events;

@@ -1,39 +1,49 @@
 //! A run of postings in one group, decided in memory and written in a few
 //! set-based statements, however long the run.
 //!
-//! A run holds a high-water source's balance movements that are no
-//! reversal: plain postings (no payment link), and payments' credits (whole
-//! or a part): the commonest events, and the ones whose rules are few; and
-//! a contiguous source's numbered postings (a stream links no payment).
+//! A run holds a high-water source's balance movements: plain postings (no
+//! payment link), payments' credits (whole or a part), and reversals
+//! (refunds, disputes, reinstatements): the commonest events; and a
+//! contiguous source's numbered postings (a stream links no payment).
 //! Alone, each takes four statements (intent, guard lock, posting, guard
-//! advance), and a payment's credit five more (its payment row locked
-//! twice, the reversals waiting for it read twice, the row credited); a
-//! run takes seven however long: its intents, its guards and its balances
-//! read under lock, then its ledger entries, messages, balances and guards
-//! written (`store::write::run`); three more where it credits payments
-//! (whether a reversal waits for one, the rows created or locked, then
-//! credited: `run_payments`), one more where it applies late events (their
-//! intents marked), one more where it holds contiguous events (which of
-//! their streams have a parked event or a number held: `run_streams`).
+//! advance), a payment's credit five more (its payment row locked twice,
+//! the reversals waiting for it read twice, the row credited), and a
+//! refund four more (its payment row locked twice, the intent matched, the
+//! row's reversed total); a run takes seven however long: its intents, its
+//! guards and its balances read under lock, then its ledger entries,
+//! messages, balances and guards written (`store::write::run`); three more
+//! where it credits payments or reverses them (whether a reversal waits
+//! for one of its credits, the rows created or locked, then credited:
+//! `run_payments`), two more where it reverses them (the intents matched,
+//! what they took: `run_reversals`), one more where it applies late events
+//! (their intents marked), one more where it holds contiguous events
+//! (which of their streams have a parked event or a number held:
+//! `run_streams`).
 //!
 //! Why the outcome is exactly the one by one outcome: each event is decided
 //! in arrival order against the guard, balance and payment row as the
 //! events before it in the run left them, by the rules `high_water`,
-//! `late` and `settle` apply to such a posting, and for a contiguous event
-//! `contiguous`'s next number where nothing of its stream is parked and no
-//! other intent holds the number ([`state`]). A run is not
-//! made where a reversal waits `unmatched` for one of its payments: a
-//! credit would release it, and a release moves rows no run reads (another
-//! source's guard, the reversal's intent), so those events are decided one
-//! by one. What a run does not decide in memory (a late event `on_stale`
-//! holds, a debit held by `negative_balance`, out of range, a payment whose
-//! row holds a credit or a reversal already, or credited earlier in the
-//! run) is decided alone by `decide_new`: the writes decided so far are
-//! flushed, its intent is already written (as alone), and the run goes on
-//! from what it left: its own guard and balance, the only rows such an
-//! event moves besides its payment row (nothing waits for the payment, so
-//! it releases nothing), read again; that payment is decided alone from
-//! then on. A contiguous event decided alone may park, or release what was
+//! `late` and `settle` apply to such a posting, for a reversal those of
+//! `reverse` ([`reversal`]: matched to the account its payment credited,
+//! as the run read the row or as a credit earlier in the run left it), and
+//! for a contiguous event `contiguous`'s next number where nothing of its
+//! stream is parked and no other intent holds the number ([`state`]). A
+//! run is not made where a reversal waits `unmatched` for one of its
+//! credits' payments, and the caller ends a run before a credit of a
+//! payment a reversal earlier in the run names: a credit would release it,
+//! and a release moves rows no run reads (another source's guard, the
+//! reversal's intent), so those events are decided one by one. What a run
+//! does not decide in memory (a late event `on_stale` holds, a debit held
+//! by `negative_balance`, out of range, a payment whose row holds a credit
+//! or a reversal already, or credited earlier in the run; a reversal that
+//! waits, is refused, is counted otherwise or reinstates) is decided alone
+//! by `decide_new`: the writes decided so far are flushed, its intent is
+//! already written (as alone), and the run goes on from what it left: its
+//! payment row, its own guard and balance, the only rows such an event
+//! moves (nothing waits for its payment, so it releases nothing), read
+//! again; for a reversal whose account the run did not know, the guard
+//! and balance of the account its payment credited, where it was matched
+//! there. A contiguous event decided alone may park, or release what was
 //! parked (posting in other currencies of its account): its stream is
 //! decided alone from then on, and every balance of its account the run
 //! posts to is read again. A redelivery of a stored event is counted
@@ -46,18 +56,19 @@
 
 mod batch;
 mod member;
+mod reversal;
 mod state;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::intent::{event_payload, new_intent};
 use super::outcome::Decided;
 use super::{Outcome, decide_new, run};
 use crate::domain::{NormalisedEvent, Status};
-use crate::store::{RowKey, StoreError, WriteTx};
+use crate::store::{PaymentKey, RowKey, RunPayment, StoreError, WriteTx};
 use batch::Batch;
 use member::Run;
-pub(super) use member::{Item, in_run, stream_number};
+pub(super) use member::{Effect, Item, in_run, stream_number};
 use state::State;
 
 /// The run failed: at one item's own step (decided alone), or at a
@@ -68,19 +79,20 @@ pub(super) struct RunFailed {
 }
 
 /// Decides and writes every item (each [`in_run`], their keys distinct);
-/// an outcome for each, in order. `None`, with nothing written, where a
+/// an outcome for each, in order, and how many the run decided in memory.
+/// `None`, with nothing written, where a
 /// reversal waits for a payment the items credit: the caller decides each
 /// alone (the credit releases it, and a release moves rows the run would
 /// not read again: another source's guard, other intents).
 pub(super) async fn decide(
     tx: &mut WriteTx,
     items: &[Item<'_>],
-) -> Result<Option<Vec<Outcome>>, RunFailed> {
+) -> Result<Option<(Vec<Outcome>, usize)>, RunFailed> {
     let whole = |error| RunFailed { item: None, error };
     let payments: Vec<(&str, &str)> = items
         .iter()
         .filter_map(|item| {
-            let (payment, _) = in_run(item.source, item.event)?.link.paid()?;
+            let (payment, _) = in_run(item.source, item.event)?.paid()?;
             Some((item.source.scope.as_str(), payment))
         })
         .collect();
@@ -97,18 +109,24 @@ pub(super) async fn decide(
         .map(|(item, (body, sha256))| new_intent(item.source, item.event, item.raw, (body, sha256)))
         .collect();
     let ids = tx.insert_new_intents(&intents).await.map_err(whole)?;
+    let payments = lock_payments(tx, items, &ids).await.map_err(whole)?;
     let mut outcomes: Vec<Option<Outcome>> = vec![None; items.len()];
-    let mut new = Vec::with_capacity(items.len());
+    let mut new: Vec<Run> = Vec::with_capacity(items.len());
     let mut redelivered = Vec::new();
     for (index, id) in ids.into_iter().enumerate() {
+        let item = &items[index];
         match id {
-            Some(intent_id) => new.push(Run::new(&items[index], index, intent_id)),
+            Some(intent_id) => {
+                let account = reversal_account(item, &payments, &new);
+                new.push(Run::new(item, index, intent_id, account));
+            }
             None => redelivered.push(index),
         }
     }
     let mut redelivered = redelivered.into_iter().peekable();
-    let mut state = State::read(tx, &new).await.map_err(whole)?;
+    let mut state = State::read(tx, &new, payments).await.map_err(whole)?;
     let mut posted = HashSet::new();
+    let mut in_memory = 0;
     let mut next = 0;
     while next < new.len() {
         let mut batch = Batch::default();
@@ -118,6 +136,7 @@ pub(super) async fn decide(
             .map(|at| next + at);
         posted.extend(batch.balances.keys().cloned());
         batch.write(tx).await.map_err(whole)?;
+        in_memory += batch.applied.len();
         for &(index, late) in &batch.applied {
             outcomes[index] = Some(applied(items[index].event, late));
         }
@@ -153,12 +172,69 @@ pub(super) async fn decide(
             .await
             .map_err(whole)?;
     }
-    Ok(Some(
-        outcomes
-            .into_iter()
-            .map(|outcome| outcome.expect("every item of a run is decided"))
-            .collect(),
-    ))
+    let outcomes = outcomes
+        .into_iter()
+        .map(|outcome| outcome.expect("every item of a run is decided"))
+        .collect();
+    Ok(Some((outcomes, in_memory)))
+}
+
+/// The payment rows the new events (`ids` not `None`) credit or reverse,
+/// each once, created where missing and locked, in arrival order (so new
+/// rows are numbered as one by one would number them; no reversal waits
+/// for a payment a run credits, the caller checked). First, as one by one
+/// takes a payment row before its guard and balance.
+async fn lock_payments(
+    tx: &mut WriteTx,
+    items: &[Item<'_>],
+    ids: &[Option<i64>],
+) -> Result<HashMap<PaymentKey, RunPayment>, StoreError> {
+    let mut seen = HashSet::new();
+    let keys: Vec<_> = items
+        .iter()
+        .zip(ids)
+        .filter(|(_, id)| id.is_some())
+        .filter_map(|(item, _)| Some((item.payment_key()?, item.raw.received_at)))
+        .filter(|&(key, _)| seen.insert(key))
+        .map(|((scope, payment), now)| (scope, payment, now))
+        .collect();
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    tx.lock_run_payments(&keys).await
+}
+
+/// The account the run takes reversal `item`'s payment to have credited:
+/// the row's as read, where it holds a credit; else that of the first
+/// credit of the payment in the run before it (`earlier`), by the same
+/// source in the same currency, whose guard and balance the run reads
+/// anyway. `None` for a posting, where neither is, or where the event
+/// names another account (it is rejected alone).
+fn reversal_account<'x>(
+    item: &Item<'_>,
+    payments: &'x HashMap<PaymentKey, RunPayment>,
+    earlier: &'x [Run<'_, '_>],
+) -> Option<&'x str> {
+    let Some(Effect::Reverse(request)) = in_run(item.source, item.event) else {
+        return None;
+    };
+    let (scope, payment) = item.payment_key()?;
+    let read = payments
+        .get(&(scope.to_owned(), payment.to_owned()))
+        .and_then(RunPayment::credited_account);
+    let account = read.or_else(|| {
+        let credit = earlier.iter().find(|one| {
+            one.payment()
+                .is_some_and(|(key, _)| key == (scope, payment))
+                && one.item.source.name == item.source.name
+        })?;
+        let posting = credit.posting()?;
+        (posting.currency == request.currency).then_some(posting.account.as_str())
+    })?;
+    let named = request.account.as_ref();
+    named
+        .is_none_or(|named| named.as_str() == account)
+        .then_some(account)
 }
 
 /// Counts each redelivery of `pending` (indexes into `items`, in order)

@@ -6,7 +6,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::Run;
 use super::batch::Batch;
-use crate::domain::{NegativeBalance, SEQUENCE_FLOOR, Slot, StaleAction, contiguous_slot};
+use super::reversal;
+use crate::domain::{
+    Basis, NegativeBalance, Posting, SEQUENCE_FLOOR, Slot, StaleAction, contiguous_slot,
+};
 use crate::ingest::late;
 use crate::store::{
     NewLedgerEntry, PaymentKey, RowKey, RunCredit, RunLate, RunPayment, RunPosting, StoreError,
@@ -33,25 +36,15 @@ pub(super) struct State {
 }
 
 impl State {
-    /// Locks and reads what `run` needs, in the lock order (see
-    /// `store::write`): its payment rows (created where missing, in
-    /// arrival order, as one by one would; no reversal waits for one, the
-    /// caller checked), then its guards, then its balances, each of those
-    /// in key order (see `store::write::run`).
-    pub(super) async fn read(tx: &mut WriteTx, run: &[Run<'_, '_>]) -> Result<Self, StoreError> {
-        // Each payment once, with the time of the first event that takes it.
-        let mut seen = HashSet::new();
-        let keys: Vec<_> = run
-            .iter()
-            .filter_map(|one| Some((one.payment()?.0, one.now())))
-            .filter(|&(key, _)| seen.insert(key))
-            .map(|((scope, payment), now)| (scope, payment, now))
-            .collect();
-        let payments = if keys.is_empty() {
-            HashMap::new()
-        } else {
-            tx.lock_run_payments(&keys).await?
-        };
+    /// Locks and reads what `run` needs after its payment rows (`payments`,
+    /// locked first: [`lock_payments`]), in the lock order (see
+    /// `store::write`): its guards, then its balances, each in key order
+    /// (see `store::write::run`).
+    pub(super) async fn read(
+        tx: &mut WriteTx,
+        run: &[Run<'_, '_>],
+        payments: HashMap<PaymentKey, RunPayment>,
+    ) -> Result<Self, StoreError> {
         let mut state = State::read_rows(tx, run).await?;
         state.payments = payments;
         let numbered: Vec<_> = run.iter().filter_map(Run::number).collect();
@@ -62,27 +55,26 @@ impl State {
         Ok(state)
     }
 
-    /// The guards and balances of `run`.
+    /// The payment row `key` names, as the run leaves it.
+    pub(super) fn payment(&self, key: (&str, &str)) -> Option<&RunPayment> {
+        self.payments.get(&(key.0.to_owned(), key.1.to_owned()))
+    }
+
+    /// The guards and balances of `run` (of each event whose posting the
+    /// run knows).
     async fn read_rows(tx: &mut WriteTx, run: &[Run<'_, '_>]) -> Result<Self, StoreError> {
-        let guard_keys: Vec<_> = run
-            .iter()
-            .map(|one| {
+        let known = || run.iter().filter_map(|one| Some((one, one.posting()?)));
+        let guard_keys: Vec<_> = known()
+            .map(|(one, posting)| {
                 (
                     one.item.source.name.as_str(),
-                    one.posting.account.as_str(),
+                    posting.account.as_str(),
                     one.now(),
                 )
             })
             .collect();
-        let balance_keys: Vec<_> = run
-            .iter()
-            .map(|one| {
-                (
-                    one.posting.account.as_str(),
-                    one.posting.currency.code(),
-                    one.now(),
-                )
-            })
+        let balance_keys: Vec<_> = known()
+            .map(|(one, posting)| (posting.account.as_str(), posting.currency.code(), one.now()))
             .collect();
         let initial: HashMap<&str, i64> = run
             .iter()
@@ -96,29 +88,39 @@ impl State {
             guards,
             streams: HashSet::new(),
             balances: balances.rows,
-            balance_keys: run.iter().map(Run::balance_key).collect(),
+            balance_keys: run.iter().filter_map(Run::balance_key).collect(),
             created: balances.created,
         })
     }
 
-    /// Reads again the guard and balance of `one`, which was decided
-    /// alone; its payment is decided alone from now on. A contiguous
-    /// event's release may have posted parked events in other currencies
-    /// of its account: each balance of the account the run holds is read
-    /// again, and its stream is decided alone from now on.
+    /// Reads again what `one`, decided alone, may have moved: its payment
+    /// row, its guard and its balance. A contiguous event's release may
+    /// have posted parked events in other currencies of its account: each
+    /// balance of the account the run holds is read again, and its stream
+    /// is decided alone from now on.
     pub(super) async fn reread(
         &mut self,
         tx: &mut WriteTx,
         one: &Run<'_, '_>,
     ) -> Result<(), StoreError> {
+        if let Some((scope, payment)) = one.payment_key() {
+            let read = tx.lock_run_payments(&[(scope, payment, one.now())]).await?;
+            self.payments.extend(read);
+        }
+        if one.reversal.is_some() {
+            return self.reread_matched(tx, one).await;
+        }
+        let Some(posting) = one.posting() else {
+            return Ok(());
+        };
         let again = State::read_rows(tx, std::slice::from_ref(one)).await?;
         self.guards.extend(again.guards);
         self.created.extend(again.created);
         let mut rows = again.balances;
-        let mut keys = vec![one.balance_key()];
-        if one.numbered() {
-            self.streams.insert(one.guard_key());
-            let (account, own) = (one.posting.account.as_str(), one.posting.currency.code());
+        let mut keys: Vec<RowKey> = one.balance_key().into_iter().collect();
+        if let Some(guard_key) = one.guard_key().filter(|_| one.numbered()) {
+            self.streams.insert(guard_key);
+            let (account, own) = (posting.account.as_str(), posting.currency.code());
             let others: Vec<(&str, &str, _)> = self
                 .balance_keys
                 .iter()
@@ -136,14 +138,74 @@ impl State {
                 );
             }
         }
+        self.set_balances(keys, &rows);
+        Ok(())
+    }
+
+    /// [`State::reread`] for a reversal: it moved a guard and a balance only
+    /// where its payment was credited and it names no other account (then
+    /// it was matched to the account the payment credited, as
+    /// `ingest::reverse` matches one, and decided there), which may not be
+    /// the account the run took it to be (a credit of the payment earlier
+    /// in the run, held, and another, to another account, applied). Of
+    /// those, the ones the run holds are read again; the guard exists (the
+    /// decision locked it), so the read creates none.
+    async fn reread_matched(
+        &mut self,
+        tx: &mut WriteTx,
+        one: &Run<'_, '_>,
+    ) -> Result<(), StoreError> {
+        let (Some(request), Some(key)) = (one.reversal, one.payment_key()) else {
+            return Ok(());
+        };
+        let Some(account) = self.payment(key).and_then(RunPayment::credited_account) else {
+            return Ok(());
+        };
+        if request
+            .account
+            .as_ref()
+            .is_some_and(|named| named.as_str() != account)
+        {
+            return Ok(());
+        }
+        let account = account.to_owned();
+        let (source, currency, now) = (
+            one.item.source.name.as_str(),
+            request.currency.code(),
+            one.now(),
+        );
+        if self
+            .guards
+            .contains_key(&(source.to_owned(), account.clone()))
+        {
+            let guards = tx
+                .lock_run_guards(&[(source, account.as_str(), now)], |_| SEQUENCE_FLOOR)
+                .await?;
+            self.guards.extend(guards);
+        }
+        let balance_key = (account.clone(), currency.to_owned());
+        if self.balance_keys.contains(&balance_key) {
+            let read = tx
+                .lock_run_balances(&[(account.as_str(), currency, now)])
+                .await?;
+            self.created.extend(read.created);
+            self.set_balances([balance_key], &read.rows);
+        }
+        Ok(())
+    }
+
+    /// The balances of `keys` as `rows` holds them (a missing row: none).
+    fn set_balances(
+        &mut self,
+        keys: impl IntoIterator<Item = RowKey>,
+        rows: &HashMap<RowKey, (i64, i64)>,
+    ) {
         for key in keys {
             match rows.get(&key) {
                 Some(&row) => self.balances.insert(key, row),
                 None => self.balances.remove(&key),
             };
         }
-        self.spend_payment(one);
-        Ok(())
     }
 
     /// Before `one`, a contiguous event, is decided alone: the balance rows
@@ -157,7 +219,9 @@ impl State {
         one: &Run<'_, '_>,
         posted: &HashSet<RowKey>,
     ) -> Result<(), StoreError> {
-        let account = one.posting.account.as_str();
+        let Some(account) = one.posting().map(|posting| posting.account.as_str()) else {
+            return Ok(());
+        };
         let (dropped, kept): (Vec<RowKey>, Vec<RowKey>) = self
             .created
             .drain(..)
@@ -169,22 +233,14 @@ impl State {
         Ok(())
     }
 
-    /// `one`'s payment row no longer holds nothing.
-    fn spend_payment(&mut self, one: &Run<'_, '_>) {
-        if let Some(((scope, payment), _)) = one.payment()
-            && let Some(row) = self
-                .payments
-                .get_mut(&(scope.to_owned(), payment.to_owned()))
-        {
-            row.fresh = false;
-        }
-    }
-
-    /// Applies `one` in memory as `high_water` (with `late`) and `settle`
+    /// Applies `one` in memory as `high_water` (with `late`),
+    /// `contiguous`'s next number, `settle` and for a reversal `reverse`
     /// would, adding its writes to `batch`; false for any other decision.
-    pub(super) fn apply<'i, 'a>(&mut self, one: &Run<'i, 'a>, batch: &mut Batch<'i>) -> bool {
-        let posting = one.posting;
-        let guard_key = one.guard_key();
+    pub(super) fn apply<'r>(&mut self, one: &'r Run<'_, '_>, batch: &mut Batch<'r>) -> bool {
+        // A reversal whose account the run does not know: decided alone.
+        let (Some(posting), Some(guard_key)) = (one.posting(), one.guard_key()) else {
+            return false;
+        };
         let Some(&guard) = self.guards.get(&guard_key) else {
             return false;
         };
@@ -201,18 +257,13 @@ impl State {
             // Held as `stale`: decided alone.
             return false;
         }
-        let amount = posting.signed_amount();
-        // A payment's credit: only the first thing its row records.
-        let payment = match one.payment() {
-            None => None,
-            Some(((scope, payment), part)) => {
-                match self.payments.get(&(scope.to_owned(), payment.to_owned())) {
-                    Some(row) if row.fresh && amount <= LIMIT => Some((row.payment_id, part)),
-                    _ => return false,
-                }
-            }
+        let Some((amount, on_payment)) = self.on_payment(one, posting) else {
+            return false;
         };
-        let balance_key = one.balance_key();
+        let balance_key = (
+            posting.account.as_str().to_owned(),
+            posting.currency.code().to_owned(),
+        );
         let (balance, count) = self.balances.get(&balance_key).copied().unwrap_or((0, 0));
         // A stream is applied as the sender numbered it (`Posted::post`).
         if amount < 0
@@ -239,17 +290,7 @@ impl State {
             self.guards.insert(guard_key.clone(), posting.sequence);
             batch.guards.insert(guard_key, (posting.sequence, now));
         }
-        if let Some((payment_id, part)) = payment {
-            self.spend_payment(one);
-            batch.credits.push(RunCredit {
-                payment_id,
-                account_id: posting.account.as_str(),
-                currency: posting.currency.code(),
-                amount_minor: amount,
-                credited_by: (!part).then_some(one.intent_id),
-                updated_at: now,
-            });
-        }
+        let credits_payment = self.record_on_payment(one, posting, amount, on_payment, batch);
         batch.applied.push((one.index, late));
         self.balances
             .insert(balance_key.clone(), (after, count + 1));
@@ -257,9 +298,7 @@ impl State {
         batch.postings.push(RunPosting {
             entry: NewLedgerEntry {
                 intent_id: one.intent_id,
-                credits_payment: payment
-                    .filter(|&(_, part)| !part)
-                    .map(|(payment_id, _)| payment_id),
+                credits_payment,
                 source: one.item.source.name.as_str(),
                 event_id: event.event_id.as_str(),
                 account_id: posting.account.as_str(),
@@ -276,4 +315,76 @@ impl State {
         batch.balances.insert(balance_key, (after, count + 1, now));
         true
     }
+
+    /// What `one` posts and does to its payment row, where the run may
+    /// decide that in memory: a posting of no payment; a payment's credit,
+    /// only as the first thing its row records; a reversal, as
+    /// [`reversal::taken`] admits it.
+    fn on_payment(&self, one: &Run<'_, '_>, posting: &Posting) -> Option<(i64, OnPayment)> {
+        if let Some(request) = one.reversal {
+            let row = self.payment(one.payment_key()?)?;
+            let amount = reversal::taken(row, posting, request)?;
+            let total = request.reversal.basis == Basis::Total;
+            return Some((amount, OnPayment::Reverse(row.row.payment_id, total)));
+        }
+        let amount = posting.signed_amount();
+        let Some((key, part)) = one.payment() else {
+            return Some((amount, OnPayment::None));
+        };
+        let row = self.payment(key)?;
+        (row.fresh() && amount <= LIMIT)
+            .then_some((amount, OnPayment::Credit(row.row.payment_id, part)))
+    }
+
+    /// Records `one`'s posting of `amount` on its payment row, in memory
+    /// and in `batch`; the payment the entry credits whole, if it does.
+    fn record_on_payment<'r>(
+        &mut self,
+        one: &'r Run<'_, '_>,
+        posting: &'r Posting,
+        amount: i64,
+        on_payment: OnPayment,
+        batch: &mut Batch<'r>,
+    ) -> Option<i64> {
+        let row = one.payment_key().and_then(|(scope, payment)| {
+            self.payments
+                .get_mut(&(scope.to_owned(), payment.to_owned()))
+        });
+        let (account, currency) = (posting.account.as_str(), posting.currency.code());
+        match (on_payment, row) {
+            (OnPayment::Credit(payment_id, part), Some(row)) => {
+                let credited_by = (!part).then_some(one.intent_id);
+                row.row.account_id = Some(account.to_owned());
+                row.row.currency = Some(currency.to_owned());
+                row.row.credited_minor = amount;
+                row.row.credited_by = credited_by;
+                batch.credits.push(RunCredit {
+                    payment_id,
+                    account_id: account,
+                    currency,
+                    amount_minor: amount,
+                    credited_by,
+                    updated_at: one.now(),
+                });
+                credited_by.map(|_| payment_id)
+            }
+            (OnPayment::Reverse(payment_id, total), Some(row)) => {
+                row.row.reversed_minor -= amount;
+                row.total_reversed |= total;
+                batch.reversal(one.intent_id, account, payment_id, amount, one.now());
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What a posting the run applies does to its payment row: nothing, a
+/// credit (of the row's `payment_id`; a part of it?) or a reversal (by
+/// a running total?).
+#[derive(Clone, Copy)]
+enum OnPayment {
+    None,
+    Credit(i64, bool),
+    Reverse(i64, bool),
 }

@@ -81,6 +81,7 @@ mod rewrite;
 mod run;
 mod run_payments;
 mod run_pg;
+mod run_reversals;
 mod run_streams;
 mod scope;
 
@@ -101,6 +102,7 @@ pub use run::{RowKey, RunBalance, RunBalances, RunGuard, RunLate};
 pub use run_payments::{PaymentKey, RunCredit, RunPayment};
 /// For the ceiling's set-based pgbench script (`store::ceiling`).
 pub(in crate::store) use run_pg::{INSERT_INTENTS, LOCK_BALANCES, LOCK_GUARDS};
+pub use run_reversals::{RunMatch, RunReversed};
 pub use scope::Rescoped;
 
 impl Store {

@@ -1,7 +1,8 @@
 //! The payment rows of a run of postings (`ingest::run_of_postings`):
-//! whether a reversal waits for any of them, the rows its credits need
-//! (created where missing and locked, in one statement), and the credits
-//! the run decided in memory (one statement).
+//! whether a reversal waits for a payment its credits pay, the rows its credits
+//! and reversals need (created where missing and locked, in one
+//! statement), and the credits the run decided in memory (one statement;
+//! what its reversals took: `run_reversals`).
 //!
 //! A run decides a payment's credit in memory only on a row that holds
 //! nothing yet (no credit, no reversal), and only where no reversal waits
@@ -10,10 +11,12 @@
 //! touches its payment row, its guard and its balance, and nothing else.
 //! A run with a reversal waiting (a refund that came before its payment)
 //! is decided event by event, by the statements `payments.rs` runs for
-//! one. Creating or locking a row is `LOCK_PAYMENT`'s statement for many:
-//! on PostgreSQL the run's write keys (`keys`) were taken first, so no
-//! other writer that takes them holds, creates or credits one of these
-//! rows, or records a reversal of one, meanwhile; SQLite runs one writer.
+//! one. A reversal is decided in memory against the row as the run read it
+//! and left it. Creating or locking a row is `LOCK_PAYMENT`'s statement
+//! for many: on PostgreSQL the run's write keys (`keys`) were taken first,
+//! so no other writer that takes them holds, creates, credits or reverses
+//! one of these rows, or records a reversal of one, meanwhile; SQLite runs
+//! one writer.
 
 use std::collections::HashMap;
 
@@ -21,18 +24,34 @@ use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
 use super::run::per_statement;
-use super::{StoreError, TxConn, WriteTx};
+use super::{PaymentRow, StoreError, TxConn, WriteTx};
 
 /// (scope, payment_ref) of a payment row.
 pub type PaymentKey = (String, String);
 
 /// A payment row as the run found it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunPayment {
-    pub payment_id: i64,
+    pub row: PaymentRow,
+    /// A running-total reversal of it is applied (`TOTAL_REVERSED`'s
+    /// question, asked with the lock).
+    pub total_reversed: bool,
+}
+
+impl RunPayment {
     /// The row holds nothing (no credit, no reversal): its first credit
     /// may be decided in memory.
-    pub fresh: bool,
+    pub fn fresh(&self) -> bool {
+        let row = &self.row;
+        row.credited_minor == 0 && row.reversed_minor == 0 && row.credited_by.is_none()
+    }
+
+    /// The account the payment credited, once it has (what a reversal of
+    /// it is matched to, as `ingest::reverse` matches one).
+    pub fn credited_account(&self) -> Option<&str> {
+        let row = &self.row;
+        row.account_id.as_deref().filter(|_| row.credited_minor > 0)
+    }
 }
 
 /// A credit the run decided for a fresh row, as `CREDIT_PAYMENT` writes
@@ -62,7 +81,10 @@ const WAITING_SQLITE_END: &str = "))";
 
 /// `LOCK_PAYMENT` for each key, in the order given (so new rows are
 /// numbered as one by one would number them): created where missing, and
-/// in every case locked (the no-op update) and returned.
+/// in every case locked (the no-op update) and returned, with whether a
+/// running-total reversal of it is applied (as `TOTAL_REVERSED` asks, by
+/// the same partial index: read under the row's lock, which every
+/// reversal of the payment takes first, so none is applied meanwhile).
 const LOCK_PAYMENTS_PG: &str = "
 insert into payments (scope, payment_ref, account_id, currency, credited_minor,
     reversed_minor, updated_at)
@@ -70,8 +92,11 @@ select scope, payment_ref, null, null, 0, 0, updated_at
 from unnest($1::text[], $2::text[], $3::timestamptz[]) as t(scope, payment_ref, updated_at)
 on conflict (scope, payment_ref) do update
 set updated_at = payments.updated_at
-returning payment_id, scope, payment_ref,
-    credited_minor = 0 and reversed_minor = 0 and credited_by is null as fresh";
+returning payment_id, scope, payment_ref, account_id, currency, credited_minor,
+    reversed_minor, credited_by, exists (
+        select 1 from intents t
+        where t.scope = payments.scope and t.payment_ref = payments.payment_ref
+            and t.reversal = 'total' and t.status = 'applied') as total_reversed";
 
 /// SQLite's, as a multi-row `values` list.
 const LOCK_PAYMENTS_SQLITE: &str = "
@@ -80,8 +105,11 @@ insert into payments (scope, payment_ref, account_id, currency, credited_minor,
 const LOCK_PAYMENTS_SQLITE_END: &str = "
 on conflict (scope, payment_ref) do update
 set updated_at = payments.updated_at
-returning payment_id, scope, payment_ref,
-    credited_minor = 0 and reversed_minor = 0 and credited_by is null as fresh";
+returning payment_id, scope, payment_ref, account_id, currency, credited_minor,
+    reversed_minor, credited_by, exists (
+        select 1 from intents t
+        where t.scope = payments.scope and t.payment_ref = payments.payment_ref
+            and t.reversal = 'total' and t.status = 'applied') as total_reversed";
 
 /// The credits, each on a row holding nothing (as `CREDIT_PAYMENT` leaves
 /// such a row: its account, currency, the amount, its time, the crediting
@@ -102,7 +130,17 @@ set account_id = v.column2, currency = v.column3, credited_minor = v.column4,
 from (";
 const CREDIT_PAYMENTS_SQLITE_END: &str = ") as v where payments.payment_id = v.column1";
 
-type Locked = (i64, String, String, bool);
+type Locked = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+    Option<i64>,
+    bool,
+);
 
 impl WriteTx {
     /// Whether a reversal of any payment of `keys` (scope, payment) waits
@@ -144,7 +182,7 @@ impl WriteTx {
 
     /// The payment rows of `keys` (scope, payment, the time of the first
     /// event that takes it; each key once, in arrival order): each created
-    /// where missing, locked, and whether it is fresh.
+    /// where missing, locked, and returned.
     pub async fn lock_run_payments(
         &mut self,
         keys: &[(&str, &str, DateTime<Utc>)],
@@ -180,9 +218,23 @@ impl WriteTx {
         }
         Ok(rows
             .into_iter()
-            .map(|(payment_id, scope, payment, fresh)| {
-                ((scope, payment), RunPayment { payment_id, fresh })
-            })
+            .map(
+                |(id, scope, payment, account, currency, credited, reversed, by, total)| {
+                    let row = PaymentRow {
+                        payment_id: id,
+                        account_id: account,
+                        currency,
+                        credited_minor: credited,
+                        reversed_minor: reversed,
+                        credited_by: by,
+                    };
+                    let locked = RunPayment {
+                        row,
+                        total_reversed: total,
+                    };
+                    ((scope, payment), locked)
+                },
+            )
             .collect())
     }
 

@@ -57,6 +57,13 @@ pub struct BenchArgs {
     /// books each payment once.
     #[arg(long)]
     pub payments: bool,
+    /// With `--payments`: this share (percent) of new events are refunds,
+    /// each of a payment planned before it, for part or all of it, once
+    /// (the source's `reverses_path` set, and late debits applied: a
+    /// refund that overtakes a newer credit of its account is not held).
+    /// The path that matches refunds to their payments.
+    #[arg(long, default_value_t = 0, requires = "payments", value_parser = clap::value_parser!(u32).range(0..=90))]
+    pub refunds: u32,
     /// The source is `contiguous`: each account's credits are numbered 1,
     /// 2, 3, ... and sent in that order (none late), as a sender that
     /// numbers its events does; the path that applies a stream in exact

@@ -70,7 +70,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         &database,
         (&secret_text, args.pool),
         destination.as_deref().map(|url| (sink_name.as_str(), url)),
-        (args.payments, args.numbered),
+        (args.payments, args.refunds > 0, args.numbered),
     )?;
     let outcome = bench(
         &args,
@@ -113,6 +113,7 @@ async fn bench(
         postgres,
         ledger: Ledger::new(run_id.to_owned(), KIND.to_owned(), secret, args.accounts)
             .paying(args.payments)
+            .refunding(args.refunds)
             .numbering(args.numbered),
         rng: Rng::new(seed),
         rows: Vec::new(),

@@ -56,6 +56,11 @@ pub struct Ledger {
     payments: bool,
     /// Each account's credits are numbered 1, 2, 3, ... (none late).
     numbered: bool,
+    /// Share (percent) of new events that are refunds of payments planned
+    /// before them.
+    refunds: u32,
+    /// Payments planned and not refunded yet: (payment, account, amount).
+    refundable: Vec<(String, usize, i64)>,
     /// Every event answered 200 (new ones), for redeliveries.
     pub accepted: Vec<Planned>,
     /// Per account, the sum of the accepted credits.
@@ -74,6 +79,8 @@ impl Ledger {
             late_used: vec![0; accounts],
             payments: false,
             numbered: false,
+            refunds: 0,
+            refundable: Vec::new(),
             accepted: Vec::new(),
             expected: HashMap::new(),
             next_id: 0,
@@ -83,6 +90,12 @@ impl Ledger {
     /// With `payments`, each new credit names a payment of its own.
     pub fn paying(self, payments: bool) -> Self {
         Self { payments, ..self }
+    }
+
+    /// With `refunds` (percent, with `paying`), that share of new events
+    /// are refunds, each of a payment planned before it, once.
+    pub fn refunding(self, refunds: u32) -> Self {
+        Self { refunds, ..self }
     }
 
     /// With `numbered`, each account's credits are numbered 1, 2, 3, ...
@@ -119,6 +132,13 @@ impl Ledger {
                 planned.push(again);
                 continue;
             }
+            if self.refunds > 0
+                && !self.refundable.is_empty()
+                && (rng.below(100) as u32) < self.refunds
+            {
+                planned.push(self.refund(rng, timestamp)?);
+                continue;
+            }
             let account = rng.below(self.accounts as u64) as usize;
             let late = !self.numbered
                 && roll < profile.duplicates + profile.late
@@ -133,6 +153,13 @@ impl Ledger {
             };
             self.next_id += 1;
             let amount_minor = 1 + rng.below(10_000) as i64;
+            let payment = self
+                .payments
+                .then(|| format!("pay-{}-{}", self.run, self.next_id));
+            if let Some(payment) = payment.as_ref().filter(|_| self.refunds > 0) {
+                self.refundable
+                    .push((payment.clone(), account, amount_minor));
+            }
             let sample = Sample {
                 event_id: format!("bench-{}-{}", self.run, self.next_id),
                 event_type: None,
@@ -141,9 +168,7 @@ impl Ledger {
                 currency: "USD".to_owned(),
                 sequence: Some(sequence),
                 timestamp,
-                payment: self
-                    .payments
-                    .then(|| format!("pay-{}-{}", self.run, self.next_id)),
+                payment,
             };
             planned.push(Planned {
                 signed: signed_sample(&self.kind, &self.secret, &sample)?,
@@ -153,6 +178,32 @@ impl Ledger {
             });
         }
         Ok(planned)
+    }
+
+    /// A refund of a payment planned before (and not refunded yet), for
+    /// part or all of it, at its account's next sequence.
+    fn refund(&mut self, rng: &mut Rng, timestamp: i64) -> Result<Planned, String> {
+        let pick = rng.below(self.refundable.len() as u64) as usize;
+        let (payment, account, paid) = self.refundable.swap_remove(pick);
+        let amount_minor = 1 + rng.below(paid as u64) as i64;
+        self.sequence[account] += 2;
+        self.next_id += 1;
+        let sample = Sample {
+            event_id: format!("bench-{}-{}", self.run, self.next_id),
+            event_type: Some("balance.debit".to_owned()),
+            account_id: self.account_id(account),
+            amount_minor,
+            currency: "USD".to_owned(),
+            sequence: Some(self.sequence[account]),
+            timestamp,
+            payment: Some(payment),
+        };
+        Ok(Planned {
+            signed: signed_sample(&self.kind, &self.secret, &sample)?,
+            account,
+            amount_minor: -amount_minor,
+            duplicate: false,
+        })
     }
 
     /// Records a new event the receiver answered 200.
@@ -206,6 +257,29 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), all, "an event id repeats among new events");
+    }
+
+    #[test]
+    fn a_refunding_plan_refunds_each_payment_once_within_what_it_paid() {
+        let mut ledger = ledger().paying(true).refunding(30);
+        let mut rng = Rng::new(5);
+        let planned = ledger.plan(&mut rng, NEW, 1_000, 0).unwrap();
+        let mut paid: HashMap<String, i64> = HashMap::new();
+        let mut refunded: HashMap<String, i64> = HashMap::new();
+        for one in &planned {
+            let body: serde_json::Value = serde_json::from_slice(&one.signed.body).unwrap();
+            let payment = body["data"]["payment_id"].as_str().unwrap().to_owned();
+            let amount = body["data"]["amount_minor"].as_i64().unwrap();
+            if body["type"] == "balance.debit" {
+                assert_eq!(one.amount_minor, -amount);
+                assert!(paid.get(&payment).is_some_and(|&p| amount <= p), "{body}");
+                assert!(refunded.insert(payment, amount).is_none(), "refunded twice");
+            } else {
+                assert_eq!(one.amount_minor, amount);
+                paid.insert(payment, amount);
+            }
+        }
+        assert!((200..400).contains(&refunded.len()), "{}", refunded.len());
     }
 
     #[test]

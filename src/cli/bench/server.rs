@@ -11,14 +11,15 @@ const START_WAIT: Duration = Duration::from_secs(60);
 /// Writes the bench's config: one `bench` source, the given database and
 /// pool size, a free local port, the defaults for everything else; with
 /// `sink` (a name and a URL), an `http` destination there for every
-/// posting; with `payments`, the source reads each credit's payment id;
-/// with `numbered`, it is `contiguous`.
+/// posting; with `payments`, the source reads each credit's payment id
+/// (and with `refunds`, each debit's, applying late ones); with
+/// `numbered`, it is `contiguous`.
 pub fn write_config(
     folder: &Path,
     database: &str,
     (secret, pool): (&str, u32),
     sink: Option<(&str, &str)>,
-    (payments, numbered): (bool, bool),
+    (payments, refunds, numbered): (bool, bool, bool),
 ) -> Result<PathBuf, String> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -38,6 +39,9 @@ pub fn write_config(
     );
     if payments {
         text.push_str("payment_path = \"data.payment_id\"\n");
+    }
+    if refunds {
+        text.push_str("reverses_path = \"data.payment_id\"\non_stale = \"apply\"\n");
     }
     if numbered {
         text.push_str("ordering = \"contiguous\"\n");

@@ -51,7 +51,7 @@
 //! A delivery whose requester has gone (its deadline passed while it
 //! queued) is not run: nothing of it was written, and its provider retries.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -456,11 +456,17 @@ const RUN_MIN: usize = 2;
 /// A credit of a payment that a reversal earlier in the run names starts
 /// the next run too: that reversal may wait `unmatched`, and the credit
 /// would release it (the next run sees it waiting, and is decided one by
-/// one). So does a reversal of a payment that a part credit earlier in the
-/// run pays: a part decided alone (on a row credited before) applies, and
-/// its release would find the reversal's intent, inserted with the run's
-/// as `unmatched`; a whole credit decided alone never applies (it is held
-/// late, a second credit, or out of range), so it releases nothing.
+/// one). So does a reversal of a payment that a credit earlier in the run
+/// pays in part, or receives at another source: a credit decided alone
+/// reads the reversals waiting for its payment, and would find that
+/// reversal's intent, inserted with the run's as `unmatched` (one by one
+/// it has not arrived): a part (on a row credited before) applies and
+/// would release it, and a credit at another source of the scope would
+/// lock that reversal's source's guard on its account first
+/// (`reverse::lock_release_guards`), a row one by one does not create. A
+/// whole credit decided alone at the reversal's own source never applies
+/// (it is held late, a second credit, or out of range) and locks nothing
+/// more, so it is left in the run.
 fn run_length<'a>(
     events: &[(usize, &'a NormalisedEvent)],
     source: impl Fn(usize) -> &'a Source,
@@ -468,7 +474,8 @@ fn run_length<'a>(
     let mut keys = HashSet::new();
     let mut numbers = HashSet::new();
     let mut reversed = HashSet::new();
-    let mut parted = HashSet::new();
+    // Per payment, the credits of it so far: (source, a part?).
+    let mut credited: HashMap<(&str, &str), Vec<(&str, bool)>> = HashMap::new();
     events
         .iter()
         .take_while(|&&(position, event)| {
@@ -481,8 +488,9 @@ fn run_length<'a>(
                 && match effect {
                     Effect::Post(posting) => {
                         let paid = posting.link.paid();
-                        if let Some((payment, true)) = paid {
-                            parted.insert((scope, payment));
+                        if let Some((payment, part)) = paid {
+                            let by = (source.name.as_str(), part);
+                            credited.entry((scope, payment)).or_default().push(by);
                         }
                         run_of_postings::stream_number(source, posting)
                             .is_none_or(|number| numbers.insert(number))
@@ -491,7 +499,10 @@ fn run_length<'a>(
                     Effect::Reverse(request) => {
                         let payment = (scope, request.reversal.payment_ref.as_str());
                         reversed.insert(payment);
-                        !parted.contains(&payment)
+                        let own = source.name.as_str();
+                        credited.get(&payment).is_none_or(|credits| {
+                            credits.iter().all(|&(by, part)| by == own && !part)
+                        })
                     }
                 }
         })

@@ -18,7 +18,7 @@ use crate::group_decisions::{
 use crate::helpers::Backend;
 
 /// What a reversal of `payment` asks, beyond the defaults (a refund of
-/// USD `amount`, counted on its own).
+/// USD `amount`, counted on its own; with `undoes`, a reinstatement).
 struct Refund<'a> {
     payment: &'a str,
     amount: i64,
@@ -26,6 +26,7 @@ struct Refund<'a> {
     basis: Basis,
     account: Option<&'a str>,
     currency: &'a str,
+    undoes: Option<String>,
 }
 
 impl<'a> Refund<'a> {
@@ -37,12 +38,17 @@ impl<'a> Refund<'a> {
             basis: Basis::Each,
             account: None,
             currency: "USD",
+            undoes: None,
         }
     }
 
     fn event(self, plan: &mut Plan) -> NormalisedEvent {
+        let direction = match self.undoes {
+            Some(_) => Direction::Credit,
+            None => Direction::Debit,
+        };
         plan.event(Movement::Reverse(ReverseRequest {
-            direction: Direction::Debit,
+            direction,
             currency: Currency::parse(self.currency).unwrap(),
             amount: PositiveAmount::new(self.amount).unwrap(),
             account: self.account.map(|a| AccountId::parse(a).unwrap()),
@@ -50,7 +56,7 @@ impl<'a> Refund<'a> {
             reversal: Reversal {
                 payment_ref: self.payment.to_owned(),
                 basis: self.basis,
-                undoes: None,
+                undoes: self.undoes,
             },
         }))
     }
@@ -325,18 +331,11 @@ async fn a_reinstatement_before_its_refund_waits_as_one_by_one(backend: Backend)
     let paid = deliveries(&plan, "lenient", vec![paid]);
     one_by_one_as([&together, &alone], &sources, &paid, "applied").await;
     let refund = Refund::of("pay_won", 100, 30).event(&mut plan);
-    let reinstated = plan.event(Movement::Reverse(ReverseRequest {
-        direction: Direction::Credit,
-        currency: Currency::parse("USD").unwrap(),
-        amount: PositiveAmount::new(100).unwrap(),
-        account: None,
-        sequence: 40,
-        reversal: Reversal {
-            payment_ref: "pay_won".to_owned(),
-            basis: Basis::Each,
-            undoes: Some(refund.event_id.as_str().to_owned()),
-        },
-    }));
+    let reinstated = Refund {
+        undoes: Some(refund.event_id.as_str().to_owned()),
+        ..Refund::of("pay_won", 100, 40)
+    }
+    .event(&mut plan);
     let events = vec![
         reinstated,
         refund,
@@ -348,7 +347,32 @@ async fn a_reinstatement_before_its_refund_waits_as_one_by_one(backend: Backend)
     assert_eq!(statuses, ["stale", "applied", "applied"]);
 }
 
+/// `shared-a` credited a payment before the group; in the group,
+/// `shared-a` credits it again (`duplicate_effect`, decided alone) and then
+/// `shared-b`, of the same scope, refunds it. One by one, the second credit
+/// finds no refund waiting; in a group it must not find the refund's
+/// intent either (and lock `shared-b`'s guard on its account for it).
+async fn a_second_credit_decided_alone_does_not_see_a_later_refund(backend: Backend) {
+    let (together, alone, sources) = two_apps(backend).await;
+    let pair = (&together, &alone);
+    let mut plan = Plan::new(31, Mix::Payments);
+    let pays = || Link::Pays("pay_twice".to_owned());
+    let first = credit(&mut plan, "acct_a", pays(), 500, 10);
+    let first = deliveries(&plan, "shared-a", vec![first]);
+    one_by_one_as([&together, &alone], &sources, &first, "applied").await;
+    let again = credit(&mut plan, "acct_b", pays(), 500, 20);
+    let refund = Refund::of("pay_twice", 40, 30).event(&mut plan);
+    let after = credit(&mut plan, "acct_b", Link::None, 1, 40);
+    let mut group = deliveries(&plan, "shared-a", vec![again, refund, after]);
+    group[1].source = "shared-b";
+    let seen = group_as_one_by_one(pair, &sources, &group, "a second credit").await;
+    let statuses: Vec<&str> = seen.iter().map(|o| o.status.as_str()).collect();
+    assert_eq!(statuses, ["duplicate_effect", "applied", "applied"]);
+    assert_eq!(together.balance("acct_a", "USD").await, 460);
+}
+
 crate::both_backends!(
+    a_second_credit_decided_alone_does_not_see_a_later_refund,
     a_run_of_refunds_decides_as_one_by_one,
     a_refund_of_a_credit_the_run_holds_waits,
     a_refund_decided_alone_moves_rows_the_run_reads_again,

@@ -8,8 +8,9 @@
 //! Alone, each takes four statements (intent, guard lock, posting, guard
 //! advance), a payment's credit five more (its payment row locked twice,
 //! the reversals waiting for it read twice, the row credited), and a
-//! refund four more (its payment row locked twice, the intent matched, the
-//! row's reversed total); a run takes seven however long: its intents, its
+//! refund five more (its payment row locked twice, the intent matched,
+//! whether a running total counted its payment's refunds, the row's
+//! reversed total); a run takes seven however long: its intents, its
 //! guards and its balances read under lock, then its ledger entries,
 //! messages, balances and guards written (`store::write::run`); three more
 //! where it credits payments or reverses them (whether a reversal waits

@@ -51,14 +51,15 @@
 //! A delivery whose requester has gone (its deadline passed while it
 //! queued) is not run: nothing of it was written, and its provider retries.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc, oneshot};
 
 use super::keys;
-use super::run_of_postings::{self, Effect, Item};
+use super::run_length::run_length;
+use super::run_of_postings::{self, Item};
 use super::{Outcome, RawDelivery, run};
 use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
@@ -446,68 +447,6 @@ async fn alone(
 /// Shorter runs are decided alone: a run's seven statements cost more than
 /// one event's four.
 const RUN_MIN: usize = 2;
-
-/// How many of `events`, from the first, make one run: postings a run may
-/// hold, with no key twice (a redelivery of an event earlier in the run starts
-/// the next run, where it is a duplicate as one by one), and no number of a
-/// contiguous stream twice. A run inserts its intents first; one by one, an
-/// event's number is held only by the events before it, so a number taken
-/// twice starts the next run, where the holder check sees only the first.
-/// A credit of a payment that a reversal earlier in the run names starts
-/// the next run too: that reversal may wait `unmatched`, and the credit
-/// would release it (the next run sees it waiting, and is decided one by
-/// one). So does a reversal of a payment that a credit earlier in the run
-/// pays in part, or receives at another source: a credit decided alone
-/// reads the reversals waiting for its payment, and would find that
-/// reversal's intent, inserted with the run's as `unmatched` (one by one
-/// it has not arrived): a part (on a row credited before) applies and
-/// would release it, and a credit at another source of the scope would
-/// lock that reversal's source's guard on its account first
-/// (`reverse::lock_release_guards`), a row one by one does not create. A
-/// whole credit decided alone at the reversal's own source never applies
-/// (it is held late, a second credit, or out of range) and locks nothing
-/// more, so it is left in the run.
-fn run_length<'a>(
-    events: &[(usize, &'a NormalisedEvent)],
-    source: impl Fn(usize) -> &'a Source,
-) -> usize {
-    let mut keys = HashSet::new();
-    let mut numbers = HashSet::new();
-    let mut reversed = HashSet::new();
-    // Per payment, the credits of it so far: (source, a part?).
-    let mut credited: HashMap<(&str, &str), Vec<(&str, bool)>> = HashMap::new();
-    events
-        .iter()
-        .take_while(|&&(position, event)| {
-            let source = source(position);
-            let Some(effect) = run_of_postings::in_run(source, event) else {
-                return false;
-            };
-            let scope = source.scope.as_str();
-            keys.insert((scope, event.event_id.as_str()))
-                && match effect {
-                    Effect::Post(posting) => {
-                        let paid = posting.link.paid();
-                        if let Some((payment, part)) = paid {
-                            let by = (source.name.as_str(), part);
-                            credited.entry((scope, payment)).or_default().push(by);
-                        }
-                        run_of_postings::stream_number(source, posting)
-                            .is_none_or(|number| numbers.insert(number))
-                            && paid.is_none_or(|(payment, _)| !reversed.contains(&(scope, payment)))
-                    }
-                    Effect::Reverse(request) => {
-                        let payment = (scope, request.reversal.payment_ref.as_str());
-                        reversed.insert(payment);
-                        let own = source.name.as_str();
-                        credited.get(&payment).is_none_or(|credits| {
-                            credits.iter().all(|&(by, part)| by == own && !part)
-                        })
-                    }
-                }
-        })
-        .count()
-}
 
 /// Commits `deliveries` in order as the writer commits one group (split
 /// only where a delivery fails): an answer for each. What the tests hold

@@ -43,6 +43,7 @@ mod redelivery;
 pub(crate) mod release;
 mod replay;
 mod reverse;
+mod run_length;
 mod run_of_postings;
 pub(crate) mod settle;
 

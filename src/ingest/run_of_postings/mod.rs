@@ -2,9 +2,10 @@
 //! set-based statements, however long the run.
 //!
 //! A run holds a high-water source's balance movements: plain postings (no
-//! payment link), payments' credits (whole or a part), and reversals
-//! (refunds, disputes, reinstatements): the commonest events; and a
-//! contiguous source's numbered postings (a stream links no payment).
+//! payment link), payments' credits (whole or a part), and reversals that
+//! take money back (refunds, disputes; a reinstatement is decided outside
+//! runs, see `member::in_run`): the commonest events; and a contiguous
+//! source's numbered postings (a stream links no payment).
 //! Alone, each takes four statements (intent, guard lock, posting, guard
 //! advance), a payment's credit five more (its payment row locked twice,
 //! the reversals waiting for it read twice, the row credited), and a
@@ -42,9 +43,9 @@
 //! already written (as alone), and the run goes on from what it left: its
 //! payment row, its own guard and balance, the only rows such an event
 //! moves (nothing waits for its payment, so it releases nothing), read
-//! again; for a reversal whose account the run did not know, the guard
-//! and balance of the account its payment credited, where it was matched
-//! there. A contiguous event decided alone may park, or release what was
+//! again; for a reversal, the guard and balance of the account its payment
+//! credited, where it was matched there (which may not be the account the
+//! run took it to be). A contiguous event decided alone may park, or release what was
 //! parked (posting in other currencies of its account): its stream is
 //! decided alone from then on, and every balance of its account the run
 //! posts to is read again. A redelivery of a stored event is counted

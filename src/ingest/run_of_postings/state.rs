@@ -374,6 +374,8 @@ impl State {
                 batch.reversal(one.intent_id, account, payment_id, amount, one.now());
                 None
             }
+            // A posting of no payment (`on_payment` found a credit's or a
+            // reversal's row under this same key).
             _ => None,
         }
     }

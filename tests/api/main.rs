@@ -35,6 +35,7 @@ mod replay_refusals;
 mod replay_rekey;
 mod run_interleavings;
 mod run_refunds;
+mod run_streams;
 mod samples;
 mod table_rows;
 mod thin_events;

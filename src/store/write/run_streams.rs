@@ -111,3 +111,30 @@ impl WriteTx {
         Ok(busy)
     }
 }
+
+/// SQLite's plan of the streams' read: both halves find their intents by
+/// index (`intents_waiting` for the parked, `intents_sequenced` for a
+/// number's holder), never by walking the intents table, however many
+/// streams and run intents are bound.
+#[cfg(test)]
+mod plans {
+    use super::{BUSY_SQLITE, BUSY_SQLITE_WHERE};
+    use crate::store::plans::{migrated, plan, scans_a_table};
+
+    #[tokio::test]
+    async fn the_streams_read_searches_the_intents_indexes() {
+        let sql = format!("{BUSY_SQLITE}values (?, ?, ?), (?, ?, ?){BUSY_SQLITE_WHERE}?, ?))");
+        let plan = plan(&migrated().await, &sql).await;
+        assert!(
+            plan.contains("INDEX intents_waiting (source=? AND account_id=?)"),
+            "{plan}"
+        );
+        assert!(
+            plan.contains(
+                "USING INDEX intents_sequenced (source=? AND account_id=? AND event_sequence=?)"
+            ),
+            "{plan}"
+        );
+        assert!(!scans_a_table(&plan), "{plan}");
+    }
+}

@@ -15,6 +15,11 @@
 //! other. Without balance rows locked up front in currency order, each
 //! would hold one balance row and wait for the other's.
 //!
+//! The racing deliveries go to two instances on one database: each
+//! instance's deliveries are written by its one group writer, one group
+//! after another, so within one instance the second would wait for the
+//! first in the writer's queue, not at the row locks these tests are about.
+//!
 //! PostgreSQL only: SQLite runs one write transaction at a time
 //! (`BEGIN IMMEDIATE`), so these interleavings cannot happen there.
 
@@ -30,9 +35,15 @@ const PAUSE_PARKS: &str = "
 create trigger pause_park before insert or update on intents
 for each row when (new.status = 'waiting') execute function pause();";
 
-/// Parks `parked` while `next` (the number before it) is applied, with the
-/// park paused at the critical point; both must end applied.
-async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: i64) {
+/// Parks `parked` at `app` while `next` (the number before it) is applied
+/// at `other`, a second instance, with the park paused at the critical
+/// point; both must end applied.
+async fn park_while_the_predecessor_commits(
+    app: &TestApp,
+    other: &TestApp,
+    account: &str,
+    next: i64,
+) {
     let mut pause = Pause::hold(app).await;
 
     let parked = credit_seq(&format!("{account}_{}", next + 1), account, 20, next + 1);
@@ -43,7 +54,7 @@ async fn park_while_the_predecessor_commits(app: &TestApp, account: &str, next: 
         // Correct: the predecessor waits for the parked transaction (its
         // guard row lock). With the bug it does not wait, and answers first.
         pause
-            .release_once_blocked(app.send_to("ledger", &predecessor))
+            .release_once_blocked(other.send_to("ledger", &predecessor))
             .await
     };
     let (parked, applied) = tokio::join!(park, apply_meanwhile);
@@ -70,15 +81,16 @@ async fn a_park_racing_the_release_is_never_stranded() {
         return;
     };
     let app = TestApp::spawn(backend).await;
+    let other = app.another_instance().await;
     app.execute_sql(PAUSE).await.unwrap();
     app.execute_sql(PAUSE_PARKS).await.unwrap();
     // A new account: the park creates the guard row, the release waits for
     // that insert.
-    park_while_the_predecessor_commits(&app, "fresh", 1).await;
+    park_while_the_predecessor_commits(&app, &other, "fresh", 1).await;
     // An account with history: the park locks the existing guard row.
     app.send_to("ledger", &credit_seq("known_1", "known", 5, 1))
         .await;
-    park_while_the_predecessor_commits(&app, "known", 2).await;
+    park_while_the_predecessor_commits(&app, &other, "known", 2).await;
     assert_eq!(app.balance("fresh", "USD").await, 30);
     assert_eq!(app.balance("known", "USD").await, 35);
     app.assert_invariants().await;
@@ -126,16 +138,20 @@ async fn two_sources_releasing_on_one_account_do_not_deadlock() {
         eur(credit_seq("close_b", "shared", 200, 0)),
     );
     let close_a = app.send_to("ledger", &first_a);
-    let close_b = app.send_to("ledger-small", &first_b);
+    let other = app.another_instance().await;
+    let close_b = other.send_to("ledger-small", &first_b);
     let unpause = async {
+        let mut met = false;
         for _ in 0..200 {
             let paused = pause.waiting_on("advisory").await;
             let blocked = pause.blocked().await;
             if paused == 2 || (paused == 1 && blocked == 1) {
+                met = true;
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        assert!(met, "the two releases never met at the balance rows");
         pause.release().await;
     };
     let (a, b, ()) = tokio::join!(close_a, close_b, unpause);

@@ -76,7 +76,15 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     app.execute_sql(PAUSE_B).await.unwrap();
     let mut pause = Pause::hold(&app).await;
     // stripe-b's credit pauses holding its guard; then the credit at stripe
-    // that releases the refund runs, and the pause ends once it waits.
+    // that releases the refund runs at a second instance (within one, it
+    // would wait in the group writer's queue, not at a lock), and the pause
+    // ends once it waits.
+    let second = app
+        .another_instance_with(&Options {
+            extra_sources: SOURCES,
+            ..Options::default()
+        })
+        .await;
     let (other, crediting) = (
         stripe_payment("evt_o2", "pi_other2", 777),
         stripe_payment("evt_pay", PAYMENT, 1000),
@@ -85,7 +93,7 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     let t1 = async {
         pause.until_waiting_on("advisory").await;
         pause
-            .release_once_blocked(post(&app, "stripe", &crediting))
+            .release_once_blocked(post(&second, "stripe", &crediting))
             .await
     };
     let (r2, r1) = tokio::join!(t2, t1);

@@ -99,9 +99,13 @@ impl Pause {
     /// the request either answers or waits on another transaction's row
     /// lock or write key: a request that should wait for the paused
     /// transaction shows up as answered first only when it did not wait.
+    /// One that does neither within 10 s waits somewhere else (in an
+    /// instance's queue, behind the paused transaction's own writer): the
+    /// interleaving was not forced, and the test fails.
     pub async fn release_once_blocked<T>(&mut self, request: impl Future<Output = T>) -> T {
         tokio::pin!(request);
         let mut answered = None;
+        let mut waited = false;
         for _ in 0..200 {
             tokio::select! {
                 answer = &mut request => {
@@ -110,11 +114,16 @@ impl Pause {
                 }
                 () = tokio::time::sleep(Duration::from_millis(50)) => {
                     if self.blocked().await > 0 {
+                        waited = true;
                         break;
                     }
                 }
             }
         }
+        assert!(
+            answered.is_some() || waited,
+            "the request neither answered nor waited on a row lock or write key"
+        );
         self.release().await;
         match answered {
             Some(answer) => answer,

@@ -46,14 +46,11 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     let Some(backend) = Backend::postgres_or_skip("lock_order") else {
         return;
     };
-    let app = TestApp::spawn_with(
-        backend,
-        Options {
-            extra_sources: SOURCES,
-            ..Options::default()
-        },
-    )
-    .await;
+    let options = || Options {
+        extra_sources: SOURCES,
+        ..Options::default()
+    };
+    let app = TestApp::spawn_with(backend, options()).await;
     // stripe-b has a guard on acct_1, and a refund of PAYMENT waits unmatched there.
     assert_eq!(
         post(
@@ -79,12 +76,7 @@ async fn a_credit_releasing_another_endpoints_refund_does_not_deadlock() {
     // that releases the refund runs at a second instance (within one, it
     // would wait in the group writer's queue, not at a lock), and the pause
     // ends once it waits.
-    let second = app
-        .another_instance_with(&Options {
-            extra_sources: SOURCES,
-            ..Options::default()
-        })
-        .await;
+    let second = app.another_instance_with(&options()).await;
     let (other, crediting) = (
         stripe_payment("evt_o2", "pi_other2", 777),
         stripe_payment("evt_pay", PAYMENT, 1000),

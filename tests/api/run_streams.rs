@@ -186,8 +186,7 @@ async fn a_number_taken_twice_in_a_group_is_decided_as_one_by_one(backend: Backe
 async fn a_debit_after_a_release_in_a_run_is_held_below_zero(backend: Backend) {
     let (together, alone, sources) = two_apps(backend).await;
     let mut plan = Plan::new(29, Mix::Every);
-    let amount = |event: NormalisedEvent, minor: i64| {
-        let mut event = event;
+    let amount = |mut event: NormalisedEvent, minor: i64| {
         if let Movement::Post(posting) = &mut event.movement {
             posting.amount = PositiveAmount::new(minor).unwrap();
         }

@@ -10,6 +10,7 @@ crate::both_backends!(
     the_short_bench_runs_and_checks_itself,
     a_relay_started_after_the_phases_drains_them,
     a_relay_apart_sends_while_the_phases_run,
+    an_open_loop_sends_no_faster_than_its_rate,
 );
 
 /// A one-second bench over 20 accounts with a destination, `extra` added;
@@ -168,4 +169,20 @@ fn the_server_binary_is_the_one_named() {
     assert!(!output.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("cannot start hookledger serve"), "{stderr}");
     assert!(!stdout.contains("http new"), "{stdout}");
+}
+
+/// `--rate`: deliveries are due on a schedule, not as fast as answered. In
+/// one second at 40/s at most 40 are due (the 40th at 0.975 s), so the
+/// phase's rate cannot pass 41/s, where four connections in a closed loop
+/// send all 400 planned within the second; and what was sent checks out.
+async fn an_open_loop_sends_no_faster_than_its_rate(backend: Backend) {
+    let stdout = short_bench(&backend, "400", &["--only-new", "--rate", "40"]);
+    let head = stdout.lines().find(|l| l.starts_with("hookledger bench: "));
+    let head = head.unwrap_or_else(|| panic!("no head:\n{stdout}"));
+    assert!(head.contains("open loop at 40/s"), "{head}");
+    let row = stdout.lines().find(|l| l.starts_with("http new"));
+    let row = row.unwrap_or_else(|| panic!("no http new row:\n{stdout}"));
+    let rate: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(rate > 0.0 && rate <= 41.0, "{row}");
+    assert!(stdout.contains("correct: 20 balances"), "{stdout}");
 }

@@ -70,6 +70,15 @@ pub struct BenchArgs {
     /// order.
     #[arg(long, conflicts_with = "payments")]
     pub numbered: bool,
+    /// Open loop: deliveries are due at this many per second, on a fixed
+    /// schedule shared by the connections, and each one's latency counts
+    /// from when it was due (a delivery that waits for a free connection
+    /// waits in its latency, as a provider's would). Default: closed loop,
+    /// each connection sending its next delivery when the last is answered,
+    /// where the latency follows the rate (64 in flight at R/s spend 64/R
+    /// seconds each, Little's law).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rate: Option<u64>,
     /// The hookledger binary whose `serve` is driven (default: this one),
     /// to compare two builds under one load generator; the ceilings are
     /// always this binary's own.

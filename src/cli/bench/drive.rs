@@ -6,6 +6,9 @@
 //! database, so the less CPU it takes per request, the more the figures
 //! say about the server. (An HTTP client library took ~4x the CPU per
 //! request; BENCHMARKS.md.)
+//!
+//! Closed loop by default; with a `Pace`, open loop: the i-th delivery is
+//! due i/rate seconds after the start, and its latency counts from then.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,6 +36,23 @@ struct Seen {
     misjudged: u64,
 }
 
+/// An open loop's schedule: `per_second` deliveries due each second from
+/// `started`.
+#[derive(Clone, Copy)]
+struct Pace {
+    started: Instant,
+    per_second: u64,
+}
+
+impl Pace {
+    /// When the `index`-th delivery is due (integer nanoseconds: exact for
+    /// any rate, no drift over a long run).
+    fn due(&self, index: usize) -> Instant {
+        let nanos = index as u128 * 1_000_000_000 / u128::from(self.per_second);
+        self.started + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
 /// Where the deliveries go: `host:port` and the path.
 pub struct Target<'a> {
     pub address: &'a str,
@@ -40,12 +60,13 @@ pub struct Target<'a> {
 }
 
 /// Sends `planned` over `connections` connections until all are answered or
-/// `duration` has passed; returns the figures and the indexes of the new
-/// events answered 200.
+/// `duration` has passed, as fast as answered or, with `rate`, at that many
+/// per second; returns the figures and the indexes of the new events
+/// answered 200.
 pub async fn drive(
     target: &Target<'_>,
     planned: Arc<Vec<Planned>>,
-    connections: usize,
+    (connections, rate): (usize, Option<u64>),
     duration: Duration,
 ) -> Result<(PhaseResult, Vec<usize>), String> {
     let requests: Arc<Vec<Vec<u8>>> =
@@ -53,6 +74,10 @@ pub async fn drive(
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let deadline = started + duration;
+    let pace = rate.map(|per_second| Pace {
+        started,
+        per_second,
+    });
     let mut senders = Vec::with_capacity(connections);
     for _ in 0..connections {
         let (planned, requests, next) = (planned.clone(), requests.clone(), next.clone());
@@ -65,7 +90,14 @@ pub async fn drive(
                 let Some(delivery) = planned.get(index) else {
                     break;
                 };
-                send(&mut connection, &requests[index], delivery, &mut seen).await?;
+                let due = pace.map(|pace| pace.due(index));
+                if let Some(due) = due {
+                    if due >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep_until(due.into()).await;
+                }
+                send(&mut connection, &requests[index], delivery, &mut seen, due).await?;
                 if !delivery.duplicate {
                     seen.accepted.push(index);
                 }
@@ -106,15 +138,17 @@ fn request_bytes(target: &Target<'_>, planned: &Planned) -> Vec<u8> {
     [head.as_bytes(), body].concat()
 }
 
-/// Sends one delivery until it is answered 2xx.
+/// Sends one delivery until it is answered 2xx. Its latency counts from
+/// `due` (open loop: retries included), else from the answered attempt.
 async fn send(
     connection: &mut Connection,
     request: &[u8],
     delivery: &Planned,
     seen: &mut Seen,
+    due: Option<Instant>,
 ) -> Result<(), String> {
     for _ in 0..RETRIES {
-        let began = Instant::now();
+        let began = due.unwrap_or_else(Instant::now);
         let Some(answer) = connection.exchange(request).await else {
             // The server closed the connection (a bound, a restart): send
             // it again on a new one, as a provider would.
@@ -215,4 +249,27 @@ impl Connection {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_loop_schedule_is_exact_over_a_long_run() {
+        let started = Instant::now();
+        let pace = Pace {
+            started,
+            per_second: 3,
+        };
+        assert_eq!(pace.due(0), started);
+        // A third of a second, to the nanosecond, however far the run goes.
+        assert_eq!(pace.due(1) - started, Duration::from_nanos(333_333_333));
+        assert_eq!(pace.due(3) - started, Duration::from_secs(1));
+        let hour = 3 * 3_600;
+        assert_eq!(
+            pace.due(hour + 2) - started,
+            Duration::from_nanos(3_600_666_666_666)
+        );
+    }
 }

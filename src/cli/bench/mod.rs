@@ -154,8 +154,12 @@ async fn bench(
 
 /// The run's settings, the database's banner line and the table's head.
 fn print_header(args: &BenchArgs, seed: u64, server: &server::Server) {
+    let pace = match args.rate {
+        Some(rate) => format!("open loop at {rate}/s"),
+        None => "closed loop".to_owned(),
+    };
     println!(
-        "hookledger bench: {KIND}, {} connections, {} s per phase, pool {}, seed {seed}",
+        "hookledger bench: {KIND}, {} connections, {pace}, {} s per phase, pool {}, seed {seed}",
         args.connections, args.seconds, args.pool
     );
     println!("database: {}", server.database());

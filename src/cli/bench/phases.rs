@@ -52,7 +52,7 @@ impl Phases<'_> {
             let (mut result, accepted) = drive::drive(
                 &target,
                 planned.clone(),
-                self.args.connections,
+                (self.args.connections, self.args.rate),
                 self.duration,
             )
             .await?;

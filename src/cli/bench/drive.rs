@@ -8,7 +8,9 @@
 //! request; BENCHMARKS.md.)
 //!
 //! Closed loop by default; with a `Pace`, open loop: the i-th delivery is
-//! due i/rate seconds after the start, and its latency counts from then.
+//! due i/rate seconds after the start, and its latency counts from then
+//! (tokio's timer wakes the sender up to a millisecond late: that
+//! millisecond is in the latency).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

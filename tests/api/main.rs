@@ -82,6 +82,7 @@ mod json_logs;
 mod keep_alive;
 mod key_order;
 mod kinds;
+mod ledger_pages;
 mod lock_order;
 mod log_volume;
 mod metrics;

@@ -17,6 +17,7 @@ RUN mkdir src \
     && touch src/lib.rs \
     && cargo build --release --locked \
     && rm -rf src
+COPY build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY templates ./templates

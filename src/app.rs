@@ -3,7 +3,7 @@
 //! the middleware around every request: its body bounded by the read
 //! deadline, and its connection's phase moved (`HeadDeadline`: serving when
 //! it arrives, answered when it is answered, closed after the answer when
-//! the connection is old).
+//! the connection is old, or the instance is draining).
 
 use std::time::Duration;
 
@@ -20,7 +20,8 @@ use crate::{admin, http};
 /// The routes, with every request body bounded by the read deadline, each
 /// request's head deadline stopped when it arrives and its connection's
 /// phase moved on when it is answered (`HeadDeadline`), and `Connection:
-/// close` on answers on a connection older than `max_age`.
+/// close` on answers on a connection older than `max_age` and on every
+/// answer while the instance drains.
 pub fn app(
     context: Data<Context>,
     read_timeout: Duration,
@@ -34,6 +35,7 @@ pub fn app(
         InitError = (),
     >,
 > {
+    let lifecycle = context.lifecycle.clone();
     App::new()
         .app_data(context)
         .app_data(web::PathConfig::default().error_handler(|e, _| bad_request(e)))
@@ -46,6 +48,7 @@ pub fn app(
             deadline::bound_body(&mut request, read_timeout);
             let phase = connection::serving(&request);
             let answer = service.call(request);
+            let lifecycle = lifecycle.clone();
             async move {
                 let answer = answer.await;
                 if let Some(phase) = &phase {
@@ -55,7 +58,11 @@ pub fn app(
                 // (`handler_service`); an error here could only come from a
                 // middleware, and is answered without the close.
                 let mut response = answer?;
-                connection::close_if_old(phase.as_ref(), &mut response, max_age);
+                if lifecycle.is_draining() {
+                    connection::close_after(&mut response);
+                } else {
+                    connection::close_if_old(phase.as_ref(), &mut response, max_age);
+                }
                 Ok(response)
             }
         })

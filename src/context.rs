@@ -9,6 +9,7 @@ use crate::config::{AdminToken, Config};
 use crate::failures::VerificationFailures;
 use crate::ingest::{DrainSignal, Ingestor};
 use crate::ledger_check::InvariantWatch;
+use crate::lifecycle::Lifecycle;
 use crate::net::{SignInThrottle, TrustedProxies};
 use crate::receive::Pipeline;
 use crate::secret::Secret;
@@ -50,6 +51,9 @@ pub struct Context {
     pub log_budget: LogBudget,
     /// Proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: TrustedProxies,
+    /// Draining after SIGTERM: `/readyz` answers 503 and every answer
+    /// closes its connection.
+    pub lifecycle: Lifecycle,
 }
 
 impl Context {
@@ -92,6 +96,7 @@ impl Context {
             max_body_bytes: config.max_body_bytes,
             log_budget: LogBudget::new(LOG_LINES_PER_WINDOW),
             trusted_proxies: config.limits.trusted_proxies.clone(),
+            lifecycle: Lifecycle::default(),
         }
     }
 

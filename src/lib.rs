@@ -15,6 +15,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod ingest;
 pub mod ledger_check;
+pub mod lifecycle;
 pub mod net;
 pub mod operator;
 pub mod outbox;

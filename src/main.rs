@@ -18,6 +18,14 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
+    // Before the runtime's threads start (see inherited_listener).
+    let inherited = match hookledger::server::inherited_listener() {
+        Ok(inherited) => inherited,
+        Err(e) => {
+            eprintln!("hookledger: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -28,7 +36,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, inherited)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hookledger: {e}");

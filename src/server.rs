@@ -1,7 +1,7 @@
-//! The HTTP server: every accepted connection is admitted by the gate or
-//! closed before a byte is read, has each request head timed
-//! (`HeadDeadline`), is served within its lifetime, and reaches the actix
-//! app.
+//! The HTTP server: its listening socket (bound here, or passed by systemd),
+//! every accepted connection admitted by the gate or closed before a byte
+//! is read, each request head timed (`HeadDeadline`), served within its
+//! lifetime, and reaching the actix app.
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -19,6 +19,29 @@ use crate::context::Context;
 use crate::http::connection;
 use crate::http::gate::ConnectionGate;
 use crate::http::head_deadline::{ConnectionPhase, HeadDeadline};
+
+/// The first listening socket systemd passed (socket activation:
+/// `LISTEN_FDS`, and `LISTEN_PID` naming this process), if any. The socket
+/// belongs to systemd, which keeps it open while this process restarts, so
+/// connections wait in its backlog instead of being refused. Call before
+/// any other thread starts: taking the sockets removes `LISTEN_FDS` and
+/// `LISTEN_PID` from the environment, safe only while the process has one
+/// thread. An error names a passed descriptor that is no TCP listener.
+pub fn inherited_listener() -> Result<Option<TcpListener>, String> {
+    let mut passed = listenfd::ListenFd::from_env();
+    let count = passed.len();
+    match passed.take_tcp_listener(0) {
+        Ok(listener) => {
+            if count > 1 {
+                tracing::warn!("systemd passed {count} sockets; serving on the first only");
+            }
+            Ok(listener)
+        }
+        Err(e) => Err(format!(
+            "the socket systemd passed (LISTEN_FDS) is not a TCP listener: {e}"
+        )),
+    }
+}
 
 /// Serves the app on `listener`; `lifetime` bounds a connection (twice
 /// it, hard) and closes one that answers past it.

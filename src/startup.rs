@@ -1,7 +1,8 @@
 //! Building and running the application: bind first (so tests can use port
-//! 0 and learn the port), connect, migrate, then serve.
+//! 0 and learn the port) or take the socket systemd passed, connect,
+//! migrate, then serve; and stop, draining first.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,12 +35,14 @@ pub enum StartupError {
 }
 
 pub struct Application {
-    port: u16,
+    listening: Listening,
     server: Server,
     store: Store,
     background: Background,
     relays: Relays,
     context: Data<Context>,
+    /// How long a SIGTERM drains before the listener stops.
+    drain: Duration,
 }
 
 /// Opens the configured database. The data directory (and an SQLite file's
@@ -79,19 +82,48 @@ fn sqlite_folder(url: &str) -> Option<std::path::PathBuf> {
     (!folder.as_os_str().is_empty() && !climbs).then(|| folder.to_path_buf())
 }
 
+/// Where the server listens, and whether systemd passed the socket.
+#[derive(Debug, Clone, Copy)]
+pub struct Listening {
+    pub address: SocketAddr,
+    /// Socket activation: `listen` was not used.
+    pub inherited: bool,
+}
+
 impl Application {
-    pub async fn build(mut config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
+    /// Binds `listen` and builds everything (see [`Application::build_on`]).
+    pub async fn build(config: Config, clock: Arc<dyn Clock>) -> Result<Self, StartupError> {
+        Self::build_on(config, clock, None).await
+    }
+
+    /// Builds the application on `inherited`, the socket systemd passed
+    /// (`server::inherited_listener`), or else on `listen`, bound first.
+    pub async fn build_on(
+        mut config: Config,
+        clock: Arc<dyn Clock>,
+        inherited: Option<TcpListener>,
+    ) -> Result<Self, StartupError> {
         // The destinations' own keys, read as the relays will read them: a
         // config loaded without reading them (`config::from_toml`) is
         // refused here, before anything runs.
         crate::outbox::destinations::check_all(&config.destinations)?;
-        let address = config.listen.clone();
+        let address = match &inherited {
+            Some(_) => "the socket systemd passed".to_owned(),
+            None => config.listen.clone(),
+        };
         let bind_error = |source| StartupError::Bind {
             address: address.clone(),
             source,
         };
-        let listener = TcpListener::bind(&config.listen).map_err(bind_error)?;
-        let port = listener.local_addr().map_err(bind_error)?.port();
+        let was_passed = inherited.is_some();
+        let listener = match inherited {
+            Some(listener) => listener,
+            None => TcpListener::bind(&config.listen).map_err(bind_error)?,
+        };
+        let listening = Listening {
+            address: listener.local_addr().map_err(bind_error)?,
+            inherited: was_passed,
+        };
         for warning in &config.warnings {
             tracing::warn!("{warning}");
         }
@@ -110,48 +142,79 @@ impl Application {
         let server = server::http_server(listener, &config, context.clone(), lifetime)
             .map_err(bind_error)?;
         Ok(Self {
-            port,
+            listening,
             server,
             store,
             background,
             relays,
             context,
+            drain: config.drain,
         })
     }
 
-    /// On SIGTERM or Ctrl-C (SIGINT): stop accepting and let requests in
+    /// On SIGTERM: drain first. `/readyz` answers 503 at once and every
+    /// answer closes its connection, while the listener still accepts and
+    /// serves for `drain_secs`, so that a load balancer stops sending here
+    /// before a connection could be refused. Then, and at once on Ctrl-C
+    /// (SIGINT, a person at a terminal): stop accepting and let requests in
     /// flight finish, their transactions committed and answered, for up to
-    /// `shutdown_timeout_secs`; what is still running then is cut off and its
-    /// transaction rolled back. A provider's redelivery of a rolled-back event
-    /// applies it; one cut off while waiting in a SQLite group may have been
-    /// committed, and its redelivery is then a duplicate. For the binary only: a test process
-    /// keeps its own Ctrl-C.
+    /// `shutdown_timeout_secs`; what is still running then is cut off and
+    /// its transaction rolled back. A provider's redelivery of a
+    /// rolled-back event applies it; one cut off while waiting in a group
+    /// may have been committed, and its redelivery is then a duplicate. A
+    /// second signal, during the drain or after, exits at once. For the
+    /// binary only: a test process keeps its own Ctrl-C.
     pub fn stop_on_signals(&self) -> JoinHandle<()> {
         let handle = self.server.handle();
+        let lifecycle = self.context.lifecycle.clone();
+        let drain = self.drain;
         tokio::spawn(async move {
             let Some(signal) = shutdown_signal().await else {
                 return;
             };
+            lifecycle.start_draining();
+            if signal == "SIGTERM" && !drain.is_zero() {
+                tracing::info!(
+                    signal,
+                    drain_secs = drain.as_secs(),
+                    "draining: /readyz answers 503 while requests are still served"
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(drain) => {}
+                    Some(signal) = shutdown_signal() => stop_now(signal),
+                }
+            }
             tracing::info!(signal, "shutting down: finishing requests in flight");
             let graceful = tokio::spawn({
                 let handle = handle.clone();
-                async move { handle.stop(true).await }
+                async move {
+                    // Accepting stops first, and connections accepted by
+                    // then reach their workers and are served: actix's
+                    // stop drops those still queued for a worker, which
+                    // their clients would see reset. Later ones wait in the
+                    // socket's backlog (for the next process, when systemd
+                    // holds the socket).
+                    handle.pause().await;
+                    tokio::time::sleep(HANDOFF).await;
+                    handle.stop(true).await
+                }
             });
             // A second signal means now: exit without waiting for them (their
             // transactions roll back with the connections; actix would only
             // queue a second stop behind the first).
             tokio::select! {
                 _ = graceful => {}
-                Some(signal) = shutdown_signal() => {
-                    tracing::warn!(signal, "stopping now: requests in flight are cut off");
-                    std::process::exit(130);
-                }
+                Some(signal) = shutdown_signal() => stop_now(signal),
             }
         })
     }
 
     pub fn port(&self) -> u16 {
-        self.port
+        self.listening.address.port()
+    }
+
+    pub fn listening(&self) -> Listening {
+        self.listening
     }
 
     pub fn store(&self) -> &Store {
@@ -216,6 +279,23 @@ fn spawn_relays(config: &Config, store: &Store, metrics: OutboxInstruments) -> R
     };
     Relays::spawn(store, destinations, grace, metrics)
 }
+
+/// The longest a SIGTERM may take to end the process: the drain, the
+/// handoff, requests in flight, the relays' sends, the pool's close. A
+/// supervisor's stop timeout (systemd's `TimeoutStopSec`, Kubernetes'
+/// `terminationGracePeriodSeconds`) must be longer, or its SIGKILL cuts
+/// answers off.
+pub fn longest_stop(drain: Duration, shutdown_timeout: Duration) -> Duration {
+    drain
+        + HANDOFF
+        + shutdown_timeout
+        + shutdown_timeout.min(crate::outbox::SHUTDOWN_GRACE)
+        + POOL_CLOSE_GRACE
+}
+
+/// How long accepted connections get to reach their workers after
+/// accepting stops and before the workers stop.
+const HANDOFF: Duration = Duration::from_millis(200);
 
 /// At exit, how long the pool may take to close its connections.
 const POOL_CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -282,6 +362,13 @@ fn connection_lifetime(config: &Config) -> Duration {
     2 * config.limits.read_timeout
         + database.acquire_timeout
         + database.statement_timeout.max(database.busy_timeout)
+}
+
+/// Exits at once: requests in flight are cut off, and their transactions
+/// roll back with their connections.
+fn stop_now(signal: &'static str) -> ! {
+    tracing::warn!(signal, "stopping now: requests in flight are cut off");
+    std::process::exit(130);
 }
 
 /// The first of SIGTERM and SIGINT, by name; `None` if neither can be

@@ -3,7 +3,10 @@
 //! guessed from the URL), the config file, every source's endpoint, and
 //! for self-managed secrets only, the values to use.
 
+use std::net::IpAddr;
+
 use crate::config::Config;
+use crate::startup::Listening;
 
 /// Label column width.
 const LABEL: usize = 20;
@@ -60,13 +63,36 @@ impl From<&Config> for Banner {
     }
 }
 
+/// An address to reach a listener on: the loopback for one that listens
+/// everywhere.
+fn shown_host(ip: IpAddr) -> String {
+    match ip {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
 impl Banner {
-    /// The lines, for the port actually bound and the database opened.
-    pub fn lines(&self, port: u16, database: &str) -> Vec<String> {
-        let base = format!("http://{}:{port}", self.host);
+    /// The lines, for the address actually listened on and the database
+    /// opened.
+    pub fn lines(&self, listening: Listening, database: &str) -> Vec<String> {
+        let port = listening.address.port();
+        let host = if listening.inherited {
+            shown_host(listening.address.ip())
+        } else {
+            self.host.clone()
+        };
+        let base = format!("http://{host}:{port}");
         let row = |label: &str, value: &str| format!("  {label:<LABEL$} {value}");
-        let mut lines = vec![
-            format!("hookledger listening on {base}"),
+        let mut lines = vec![format!("hookledger listening on {base}")];
+        if listening.inherited {
+            lines.push(row(
+                "socket",
+                "passed by systemd (socket activation); `listen` is not used",
+            ));
+        }
+        lines.extend([
             row("admin page", &format!("{base}/admin")),
             row("database", database),
             row(
@@ -75,7 +101,7 @@ impl Banner {
                     .as_deref()
                     .unwrap_or("none (no hookledger.toml): the demo sources below are on"),
             ),
-        ];
+        ]);
         for (what, secret, file) in &self.managed {
             lines.push(row(what, &format!("{secret}  (kept in {file})")));
         }
@@ -130,6 +156,13 @@ pub fn invocation() -> String {
 mod tests {
     use super::*;
 
+    fn bound(port: u16) -> Listening {
+        Listening {
+            address: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+            inherited: false,
+        }
+    }
+
     fn banner(file: Option<&str>) -> Banner {
         Banner {
             host: "127.0.0.1".into(),
@@ -148,7 +181,8 @@ mod tests {
 
     #[test]
     fn a_config_file_run_lists_its_file_sources_and_database() {
-        let lines = banner(Some("hookledger.toml")).lines(8080, "PostgreSQL at db:5432/hl as app");
+        let lines =
+            banner(Some("hookledger.toml")).lines(bound(8080), "PostgreSQL at db:5432/hl as app");
         assert_eq!(
             lines,
             [
@@ -165,13 +199,13 @@ mod tests {
 
     #[test]
     fn the_demo_says_how_to_try_it_on_the_port_bound() {
-        let lines = banner(None).lines(8080, "SQLite at data/hookledger.db");
+        let lines = banner(None).lines(bound(8080), "SQLite at data/hookledger.db");
         let try_it = lines.iter().find(|l| l.contains("try it")).unwrap();
         assert!(
             try_it.ends_with(" send --source demo --sequence 1"),
             "{try_it}"
         );
-        let other_port = banner(None).lines(4000, "SQLite");
+        let other_port = banner(None).lines(bound(4000), "SQLite");
         let try_it = other_port.iter().find(|l| l.contains("try it")).unwrap();
         assert!(
             try_it.ends_with(
@@ -179,5 +213,25 @@ mod tests {
             ),
             "{try_it}"
         );
+    }
+
+    #[test]
+    fn a_socket_systemd_passed_is_named_with_its_own_address() {
+        let passed = |address: std::net::SocketAddr| Listening {
+            address,
+            inherited: true,
+        };
+        let lines = banner(Some("hookledger.toml")).lines(
+            passed(std::net::SocketAddr::from(([0, 0, 0, 0], 9000))),
+            "SQLite",
+        );
+        assert_eq!(lines[0], "hookledger listening on http://127.0.0.1:9000");
+        assert_eq!(
+            lines[1],
+            "  socket               passed by systemd (socket activation); `listen` is not used"
+        );
+        let v6 =
+            banner(Some("hookledger.toml")).lines(passed("[::1]:9001".parse().unwrap()), "SQLite");
+        assert_eq!(v6[0], "hookledger listening on http://[::1]:9001");
     }
 }

@@ -116,12 +116,14 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
 }
 
-pub async fn run(cli: Cli) -> Result<(), CliError> {
+/// Runs the command; `inherited` is the listening socket systemd passed
+/// (socket activation), which only `serve` uses.
+pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(), CliError> {
     match cli.command.unwrap_or(Command::Serve { no_relay: false }) {
         Command::Serve { no_relay } => {
             let mut config = load(&cli.config)?;
             config.run_relays = !no_relay;
-            serve(config).await
+            serve(config, inherited).await
         }
         Command::Relay(args) => outbox::relay(load(&cli.config)?, args).await,
         Command::Outbox {
@@ -201,13 +203,13 @@ fn load(path: &Option<PathBuf>) -> Result<Config, config::ConfigError> {
     config::load(path.as_deref(), &config::process_env, &destinations::check)
 }
 
-async fn serve(config: Config) -> Result<(), CliError> {
+async fn serve(config: Config, inherited: Option<std::net::TcpListener>) -> Result<(), CliError> {
     let banner = Banner::from(&config);
-    let app = Application::build(config, Arc::new(SystemClock)).await?;
+    let app = Application::build_on(config, Arc::new(SystemClock), inherited).await?;
     // Written, not println!: a closed stdout (piped into `head`, a
     // supervisor that stopped reading) must not stop the server.
     let mut out = std::io::stdout().lock();
-    for line in banner.lines(app.port(), &app.store().describe()) {
+    for line in banner.lines(app.listening(), &app.store().describe()) {
         let _ = writeln!(out, "{line}");
     }
     let _ = out.flush();

@@ -81,6 +81,7 @@ pub(super) fn build(
         limits,
         release_sweep: server.release_sweep,
         shutdown_timeout: server.shutdown_timeout,
+        drain: server.drain,
         retention,
         workers: server.workers,
         database,
@@ -156,6 +157,7 @@ struct Server {
     max_body_bytes: usize,
     release_sweep: Duration,
     shutdown_timeout: Duration,
+    drain: Duration,
     workers: Option<usize>,
 }
 
@@ -184,11 +186,19 @@ fn server(raw: &mut RawConfig, problems: &mut Problems) -> Server {
             defaults::SHUTDOWN_TIMEOUT_SECS.range(),
         )
         .unwrap_or(1);
+    let drain_secs = problems
+        .within(
+            "drain_secs",
+            raw.drain_secs.unwrap_or(defaults::DRAIN_SECS.default),
+            defaults::DRAIN_SECS.range(),
+        )
+        .unwrap_or(0);
     Server {
         listen: raw.listen.take().unwrap_or_else(|| "127.0.0.1:8080".into()),
         max_body_bytes: max_body_bytes as usize,
         release_sweep: Duration::from_secs(release_sweep_secs),
         shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
+        drain: Duration::from_secs(drain_secs),
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
     }
 }

@@ -35,6 +35,14 @@ pub const SHUTDOWN_TIMEOUT_SECS: Knob = Knob {
     min: 1,
     max: 3600,
 };
+/// Long enough for a load balancer that probes every 2 s and takes two
+/// failures (haproxy's defaults, `deploy/haproxy/haproxy.cfg`) to stop
+/// sending; Kubernetes' default probe needs `drain_secs` of 10 or more.
+pub const DRAIN_SECS: Knob = Knob {
+    default: 5,
+    min: 0,
+    max: 3600,
+};
 
 pub const RETENTION_PAYLOAD_DAYS: Knob = Knob {
     default: 90,

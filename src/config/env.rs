@@ -66,6 +66,10 @@ pub fn apply(raw: &mut RawConfig, env: Env<'_>) -> Vec<ConfigError> {
         parsed(env, errors, "HOOKLEDGER_SHUTDOWN_TIMEOUT_SECS"),
     );
     set(
+        &mut raw.drain_secs,
+        parsed(env, errors, "HOOKLEDGER_DRAIN_SECS"),
+    );
+    set(
         &mut raw.release_sweep_secs,
         parsed(env, errors, "HOOKLEDGER_RELEASE_SWEEP_SECS"),
     );

@@ -33,6 +33,10 @@ pub struct RawConfig {
     /// On SIGTERM or Ctrl-C, how long requests in flight may finish.
     #[schemars(extend("default" = defaults::SHUTDOWN_TIMEOUT_SECS.default, "minimum" = defaults::SHUTDOWN_TIMEOUT_SECS.min, "maximum" = defaults::SHUTDOWN_TIMEOUT_SECS.max))]
     pub shutdown_timeout_secs: Option<u64>,
+    /// On SIGTERM, how long `/readyz` answers 503 while requests are still
+    /// served, before the listener stops accepting (`HOOKLEDGER_DRAIN_SECS`).
+    #[schemars(extend("default" = defaults::DRAIN_SECS.default, "minimum" = defaults::DRAIN_SECS.min, "maximum" = defaults::DRAIN_SECS.max))]
+    pub drain_secs: Option<u64>,
     /// The database pool.
     #[serde(default)]
     pub database: RawDatabase,

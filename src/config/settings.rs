@@ -26,6 +26,10 @@ pub struct Config {
     /// On SIGTERM or Ctrl-C, how long requests in flight may take to finish
     /// before the process exits anyway (their transactions then roll back).
     pub shutdown_timeout: Duration,
+    /// On SIGTERM, how long the process keeps serving while `/readyz`
+    /// answers 503 (so a load balancer stops sending first), before it
+    /// stops accepting and the shutdown bound starts.
+    pub drain: Duration,
     pub retention: Retention,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,

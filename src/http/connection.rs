@@ -118,11 +118,18 @@ pub fn close_if_old<B>(
     max_age: Duration,
 ) {
     if phase.is_some_and(|phase| phase.age() > max_age) {
-        response
-            .response_mut()
-            .head_mut()
-            .set_connection_type(ConnectionType::Close);
+        close_after(response);
     }
+}
+
+/// Closes the connection once this answer is written (a draining
+/// instance's answers: the client's next request opens a connection a
+/// load balancer can send elsewhere).
+pub fn close_after<B>(response: &mut ServiceResponse<B>) {
+    response
+        .response_mut()
+        .head_mut()
+        .set_connection_type(ConnectionType::Close);
 }
 
 /// The metrics label of a connection that ended in an error.

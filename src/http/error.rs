@@ -68,6 +68,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("the database is unavailable; retry later")]
     Unavailable,
+    /// This instance is shutting down (`/readyz` while it drains).
+    #[error("this instance is draining before it stops; send to another")]
+    Draining,
     #[error("internal error")]
     Internal,
 }
@@ -89,6 +92,7 @@ impl ApiError {
             ApiError::WrongStatus { .. } => "wrong_status",
             ApiError::Conflict(_) => "conflict",
             ApiError::Unavailable => "unavailable",
+            ApiError::Draining => "draining",
             ApiError::Internal => "internal",
         }
     }
@@ -178,7 +182,7 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TooManyAttempts(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::WrongStatus { .. } | ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::Draining => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -194,7 +198,7 @@ impl ResponseError for ApiError {
         };
         let mut response = HttpResponse::build(self.status_code());
         match self {
-            ApiError::Unavailable => {
+            ApiError::Unavailable | ApiError::Draining => {
                 response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("5")));
             }
             ApiError::Unauthorized | ApiError::UnauthorizedMetrics => {

@@ -56,22 +56,26 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(Alive { status: "ok" })
 }
 
-/// Readiness: the database answers.
+/// Readiness: the database answers and the instance is not draining.
 ///
-/// 503 otherwise, so a load balancer stops routing here; bounded to 2 s,
-/// so a probe gets an answer even while the pool waits for a dead
-/// database. Probed often, so a failure is logged within the log budget,
-/// at WARN.
+/// 503 otherwise, so a load balancer stops routing here: at once after
+/// SIGTERM (`draining`, while the instance still serves for `drain_secs`),
+/// or when the database does not answer within 2 s (bounded, so a probe
+/// gets an answer even while the pool waits for a dead database). Probed
+/// often, so a database failure is logged within the log budget, at WARN.
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "probes",
     responses(
         (status = 200, description = "The database answers", body = Ready),
-        (status = 503, description = "The database did not answer within 2 s", body = ErrorBody),
+        (status = 503, description = "Draining before a stop (`draining`), or the database did not answer within 2 s (`unavailable`)", body = ErrorBody),
     ),
 )]
 pub async fn readyz(context: Data<Context>) -> Result<HttpResponse, ApiError> {
+    if context.lifecycle.is_draining() {
+        return Err(ApiError::Draining);
+    }
     let problem = match tokio::time::timeout(Duration::from_secs(2), context.store.ping()).await {
         Ok(Ok(())) => None,
         Ok(Err(error)) => Some(error.to_string()),

@@ -8,6 +8,14 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// `SQLite` or `PostgreSQL`, for what a test prints.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres(_) => "PostgreSQL",
+        }
+    }
+
     /// The PostgreSQL backend, if `HOOKLEDGER_TEST_POSTGRES_URL` is set. When
     /// it is not: under CI this fails the test; locally it says it skipped.
     pub fn postgres_or_skip(test: &str) -> Option<Backend> {

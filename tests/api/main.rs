@@ -4,6 +4,7 @@
 mod answers;
 mod app_config;
 mod architecture;
+mod at_least_once;
 #[macro_use]
 mod backend;
 mod broker_process;
@@ -127,8 +128,10 @@ mod schema;
 mod scope_merge;
 mod shutdown;
 mod sign_in;
+mod socket_activation;
 mod stored;
 mod stored_property;
 mod stripe;
+mod systemd_units;
 mod ui;
 mod unreadable;

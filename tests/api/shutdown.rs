@@ -112,11 +112,17 @@ fn assert_cut_off(answer: &Result<(u16, String), reqwest::Error>) {
     );
 }
 
-/// The demo server on `database_url` with a shutdown bound.
+/// The demo server on `database_url` with a shutdown bound (and a drain
+/// of a second: these tests are about what comes after it).
 fn start(dir: &Path, database_url: &str, shutdown_secs: &str) -> Server {
+    start_draining(dir, database_url, shutdown_secs, "1")
+}
+
+fn start_draining(dir: &Path, database_url: &str, shutdown_secs: &str, drain_secs: &str) -> Server {
     let env = [
         ("HOOKLEDGER_DATABASE_URL", database_url),
         ("HOOKLEDGER_SHUTDOWN_TIMEOUT_SECS", shutdown_secs),
+        ("HOOKLEDGER_DRAIN_SECS", drain_secs),
         ("HOOKLEDGER_DATABASE_BUSY_TIMEOUT_MS", "20000"),
     ];
     Server::start(dir, &env, "note")
@@ -256,7 +262,98 @@ async fn a_second_ctrl_c_stops_at_once(backend: Backend) {
     assert!(server.log().contains("stopping now"), "{}", server.log());
 }
 
+/// SIGTERM, as a load balancer would see it from outside: `/readyz`
+/// answers 503 (`draining`, with Retry-After) at once, while `/healthz` and
+/// deliveries are still answered on new connections, each answer closing
+/// its connection; a delivery held in flight across the drain is committed
+/// and answered; after the drain new connections are refused, and the
+/// process exits 0 within the drain and the shutdown bound.
+async fn sigterm_drains_first_then_stops(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _database) = database(&backend, dir.path()).await;
+    let (drain_secs, shutdown_secs) = (4, 10);
+    let mut server = start_draining(
+        dir.path(),
+        &url,
+        &shutdown_secs.to_string(),
+        &drain_secs.to_string(),
+    );
+    let base = server.base();
+    let get = |path: &str| {
+        hookledger::tls::client()
+            .get(format!("{base}{path}"))
+            .send()
+    };
+    assert_eq!(get("/readyz").await.unwrap().status(), 200);
+    let mut hold = Hold::take(&url).await;
+    let held = delivery(dir.path(), "msg_held");
+    let in_flight = tokio::spawn({
+        let base = base.clone();
+        async move { post(&base, &held).await }
+    });
+    hold.until_held().await;
+    let signalled = std::time::Instant::now();
+    server.signal("TERM");
+    let ready = loop {
+        let ready = get("/readyz").await.expect("still accepting");
+        if ready.status() == 503 {
+            break ready;
+        }
+        assert!(signalled.elapsed() < Duration::from_secs(1), "not draining");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(ready.headers()["retry-after"], "5");
+    assert_eq!(ready.headers()["connection"], "close");
+    let body: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!(body["error"], "draining", "{body}");
+    assert_eq!(
+        get("/healthz").await.expect("still accepting").status(),
+        200
+    );
+    hold.release().await;
+    let answer = in_flight.await.unwrap().expect("answered");
+    assert_eq!(answer.0, 200, "{answer:?}");
+    // A new delivery, on a new connection, during the drain.
+    let during = post(&base, &delivery(dir.path(), "msg_during"))
+        .await
+        .expect("served while draining");
+    assert_eq!(during.0, 200, "{during:?}");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(drain_secs),
+        "the checks above ran within the drain"
+    );
+    let mut refused_at = None;
+    while signalled.elapsed() < Duration::from_secs(drain_secs + shutdown_secs) {
+        if get("/healthz").await.is_err() {
+            refused_at = Some(signalled.elapsed());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let refused_at = refused_at.expect("refused after the drain");
+    assert!(
+        refused_at >= Duration::from_secs(drain_secs),
+        "accepting for the whole drain, refused at {refused_at:?}"
+    );
+    let status = server
+        .exit_status(Duration::from_secs(shutdown_secs))
+        .expect("exited within the bound");
+    assert!(status.success(), "exit {status:?}");
+    eprintln!(
+        "drain of {drain_secs} s: refused from {refused_at:?}, exited {:?} after SIGTERM",
+        signalled.elapsed()
+    );
+    assert!(server.log().contains("draining"), "{}", server.log());
+    drop(server);
+    let server = start(dir.path(), &url, "25");
+    let token = server.value("admin token");
+    let account = server.admin(&token, "/admin/api/accounts/acct_1").await;
+    assert_eq!(account["balances"][0]["balance_minor"], 3000, "{account}");
+    assert_eq!(server.admin(&token, "/admin/api/check").await["ok"], true);
+}
+
 crate::both_backends!(
+    sigterm_drains_first_then_stops,
     a_second_ctrl_c_stops_at_once,
     a_delivery_in_flight_at_ctrl_c_is_committed_and_answered,
     past_the_bound_a_delivery_is_rolled_back_and_redelivered,

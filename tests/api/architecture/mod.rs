@@ -40,7 +40,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("telemetry", &["telemetry"]),
     (
         "plain",
-        &["domain", "net", "secret", "clock", "rng", "tls", "lib"],
+        &[
+            "domain",
+            "net",
+            "secret",
+            "clock",
+            "rng",
+            "tls",
+            "lifecycle",
+            "lib",
+        ],
     ),
 ];
 

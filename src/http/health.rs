@@ -82,6 +82,7 @@ pub async fn readyz(context: Data<Context>) -> Result<HttpResponse, ApiError> {
         Err(_) => Some("the database did not answer within 2 s".to_owned()),
     };
     if let Some(problem) = problem {
+        context.store.recycle_after_refusal();
         if context.log_budget.admit("failed readiness probes", "") {
             tracing::warn!("not ready: {problem}");
         }

@@ -45,6 +45,12 @@
 //!   because of another process, an I/O error at commit): every delivery
 //!   of the group is answered 503 at once, never re-run one by one (each
 //!   would wait out the same timeout again while the queue behind waits);
+//! - a COMMIT whose outcome is unknown (its answer lost with the
+//!   connection, a failover say; or PostgreSQL: no answer within the
+//!   group's bound, a COMMIT waiting for a synchronous standby that is
+//!   gone): transient as above, so a group is never acknowledged unless
+//!   its COMMIT is known to have succeeded; the redelivery of its events
+//!   is a duplicate if it did, and is applied if it did not;
 //! - a panic: the answers stay with the writer, so each delivery then runs
 //!   alone, and only one that panics again goes unanswered (503).
 //!
@@ -221,7 +227,7 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, Grou
         let mut lost = 0;
         let mut runs = true;
         while !pending.is_empty() {
-            match run_together(&store, &works, &pending, runs).await {
+            match bounded(&store, run_together(&store, &works, &pending, runs)).await {
                 // Another transaction won (PostgreSQL: another instance's
                 // group, an operator, a reconcile run): it has committed
                 // or gone on, so the same deliveries run again, and wait
@@ -265,6 +271,8 @@ async fn commit_group(store: Store, works: Arc<Vec<Work>>) -> (Vec<Answer>, Grou
                     answers[pending.remove(0)] = Some(Err(error));
                 }
                 Err(Failed { error, .. }) => {
+                    // A server that refused the write leaves the pool.
+                    store.recycle_after_refusal();
                     // Transient: everything not yet committed is answered
                     // with it, none waits it out again.
                     for index in pending.drain(..).chain(parts.drain(..).flatten()) {
@@ -319,10 +327,34 @@ fn within(counts: impl Iterator<Item = usize>, budget: usize) -> VecDeque<Vec<us
 }
 
 async fn commit_one(store: Store, works: Arc<Vec<Work>>, index: usize) -> Answer {
-    match run_together(&store, &works, &[index], false).await {
+    match bounded(&store, run_together(&store, &works, &[index], false)).await {
         Ok(mut run) => Ok(run.outcomes.pop().unwrap_or_default()),
         Err(failed) => Err(failed.error),
     }
+}
+
+/// `run` within the store's bound on a group (PostgreSQL, `store::
+/// WriteBound`). Past it the run is dropped, which closes its connection
+/// (`store::write`): whatever it had not committed rolls back, and if its
+/// COMMIT had been sent, whether it took effect is unknown. Either way its
+/// deliveries are answered 503, never 200, and their redeliveries find
+/// them committed (duplicates) or not (applied then).
+async fn bounded(
+    store: &Store,
+    run: impl std::future::Future<Output = Result<Run, Failed>>,
+) -> Result<Run, Failed> {
+    let Some(bound) = store.write_bound() else {
+        return run.await;
+    };
+    tokio::time::timeout(bound, run).await.unwrap_or_else(|_| {
+        Err(Failed {
+            at: None,
+            error: StoreError::OutcomeUnknown(format!(
+                "a group did not end within {} ms; its connection is closed",
+                bound.as_millis()
+            )),
+        })
+    })
 }
 
 /// Runs the deliveries `pending` (indexes into `works`) in one transaction

@@ -53,16 +53,29 @@ impl Ingestor {
 }
 
 /// One transaction for the delivery, outside the writer (a reconcile run's
-/// events).
+/// events), within the store's bound as a group is (`group_commit`).
 pub async fn ingest_direct(
     store: &Store,
     source: &Source,
     events: &[NormalisedEvent],
     raw: &RawDelivery<'_>,
 ) -> Result<Vec<Outcome>, StoreError> {
-    match ingest(store, source, events, raw).await {
+    let once = || async {
+        let Some(bound) = store.write_bound() else {
+            return ingest(store, source, events, raw).await;
+        };
+        tokio::time::timeout(bound, ingest(store, source, events, raw))
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::OutcomeUnknown(format!(
+                    "a delivery's transaction did not end within {} ms; its connection is closed",
+                    bound.as_millis()
+                )))
+            })
+    };
+    match once().await {
         // Once: the winner has committed (see the error's doc).
-        Err(error) if error.lost_first_delivery_race() => ingest(store, source, events, raw).await,
+        Err(error) if error.lost_first_delivery_race() => once().await,
         answer => answer,
     }
 }

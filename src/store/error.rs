@@ -19,11 +19,20 @@ pub enum StoreError {
     },
     #[error("stored row is inconsistent: {0}")]
     Corrupt(String),
+    /// A transaction's COMMIT may or may not have taken effect: its answer
+    /// was lost, or never came within the bound. Transient: what it wrote
+    /// is answered 503, and a redelivery finds it committed (a duplicate)
+    /// or not (applied then).
+    #[error("the outcome of a commit is unknown: {0}")]
+    OutcomeUnknown(String),
 }
 
 impl StoreError {
     pub fn is_transient(&self) -> bool {
-        matches!(self, StoreError::Unavailable(_))
+        matches!(
+            self,
+            StoreError::Unavailable(_) | StoreError::OutcomeUnknown(_)
+        )
     }
 
     /// The same failure for another requester (a group commit answers
@@ -71,6 +80,11 @@ impl StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &error
+            && db.code().as_deref() == Some(READ_ONLY_TRANSACTION)
+        {
+            super::read_only::refused_a_write();
+        }
         if is_transient(&error) {
             StoreError::Unavailable(error)
         } else {
@@ -78,6 +92,10 @@ impl From<sqlx::Error> for StoreError {
         }
     }
 }
+
+/// SQLSTATE 25006: a write refused by a read-only server (a standby, a
+/// fenced primary); the pool then leaves the connections it had.
+const READ_ONLY_TRANSACTION: &str = "25006";
 
 fn is_transient(error: &sqlx::Error) -> bool {
     match error {

@@ -13,10 +13,13 @@ mod gauges;
 mod guards;
 mod open;
 mod outbox;
+mod pg_pool;
 #[cfg(test)]
 mod plans;
 mod read;
+mod read_only;
 mod reconcile;
+mod recycle;
 mod retention;
 mod rows;
 mod write;
@@ -26,7 +29,6 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
@@ -54,7 +56,7 @@ macro_rules! on_pool {
     ($store:expr, $conn:ident => $body:expr) => {
         match $store {
             $crate::store::Store::Sqlite($conn, ..) => $body,
-            $crate::store::Store::Postgres($conn, _) => $body,
+            $crate::store::Store::Postgres($conn, ..) => $body,
         }
     };
 }
@@ -65,8 +67,16 @@ pub enum Store {
     /// The pool (readers, and writers in turn), the turn to write, and
     /// where postings are told to other systems.
     Sqlite(SqlitePool, write_turn::WriteTurns, Outbox),
-    Postgres(PgPool, Outbox),
+    Postgres(PgPool, Outbox, WriteBound),
 }
+
+/// PostgreSQL: how long one group of deliveries may take from its first
+/// statement to its COMMIT's answer, client side (`database.
+/// statement_timeout_ms`). The server bounds each statement itself, but
+/// not a COMMIT waiting for a synchronous standby, nor anything on a
+/// connection whose server went silent (sqlx sets no TCP keepalive).
+#[derive(Debug, Clone, Copy)]
+pub struct WriteBound(pub Duration);
 
 #[derive(Debug, Clone)]
 pub struct PoolSettings {
@@ -118,30 +128,17 @@ impl Store {
                 Outbox::default(),
             ))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            let timeout_ms = settings.statement_timeout.as_millis().to_string();
-            let options = PgConnectOptions::from_str(url)
-                .map_err(connect_error)?
-                // READ COMMITTED for the statements that run outside
-                // `begin` too (a redelivery's one-statement count): a
-                // server default of REPEATABLE READ would turn two at once
-                // into a 40001 error.
-                .options([
-                    ("statement_timeout", timeout_ms.as_str()),
-                    ("default_transaction_isolation", "read committed"),
-                ]);
+            let options = pg_pool::connect_options(url, settings.statement_timeout)?;
             open::try_postgres(&options, settings.acquire_timeout).await?;
-            // No ping before each acquire: it costs a round trip per delivery,
-            // and sqlx already pings every connection when it is released, so
-            // a connection broken by a server restart is dropped after one
-            // failed use (answered 503, retried by the provider).
-            let pool = PgPoolOptions::new()
-                .test_before_acquire(false)
-                .max_connections(settings.max_connections)
-                .acquire_timeout(settings.acquire_timeout)
+            let pool = pg_pool::pool_options(settings.max_connections, settings.acquire_timeout)
                 .connect_with(options)
                 .await
                 .map_err(connect_error)?;
-            Ok(Store::Postgres(pool, Outbox::default()))
+            Ok(Store::Postgres(
+                pool,
+                Outbox::default(),
+                WriteBound(settings.statement_timeout),
+            ))
         } else {
             Err(StoreError::Connect(
                 "database URL must start with sqlite:, postgres: or postgresql:".into(),
@@ -158,14 +155,11 @@ impl Store {
     pub fn side(&self, max_connections: u32) -> Store {
         match self {
             Store::Sqlite(..) => self.clone(),
-            Store::Postgres(pool, outbox) => {
-                let options = pool.options();
-                let side = PgPoolOptions::new()
-                    .test_before_acquire(false)
-                    .max_connections(max_connections)
-                    .acquire_timeout(options.get_acquire_timeout())
-                    .connect_lazy_with((*pool.connect_options()).clone());
-                Store::Postgres(side, outbox.clone())
+            Store::Postgres(pool, outbox, bound) => {
+                let side =
+                    pg_pool::pool_options(max_connections, pool.options().get_acquire_timeout())
+                        .connect_lazy_with((*pool.connect_options()).clone());
+                Store::Postgres(side, outbox.clone(), *bound)
             }
         }
     }
@@ -181,7 +175,7 @@ impl Store {
                 let _lock = start_lock(pool.connect_options().get_filename()).await?;
                 sqlx::migrate!("migrations/sqlite").run(pool).await?;
             }
-            Store::Postgres(pool, _) => {
+            Store::Postgres(pool, ..) => {
                 // statement_timeout bounds request traffic; a migration, or
                 // waiting for another instance's migration lock, may take
                 // longer. The connection is closed afterwards rather than
@@ -244,6 +238,16 @@ impl Store {
         Ok(())
     }
 
+    /// How long a group of deliveries may take on this database, client
+    /// side ([`WriteBound`]); none on SQLite, whose waits are in-process
+    /// and bounded by its busy timeout.
+    pub fn write_bound(&self) -> Option<Duration> {
+        match self {
+            Store::Sqlite(..) => None,
+            Store::Postgres(_, _, WriteBound(bound)) => Some(*bound),
+        }
+    }
+
     pub fn backend(&self) -> &'static str {
         match self {
             Store::Sqlite(..) => "sqlite",
@@ -259,7 +263,7 @@ impl Store {
                 "SQLite at {}",
                 pool.connect_options().get_filename().display()
             ),
-            Store::Postgres(pool, _) => open::postgres_target(&pool.connect_options()),
+            Store::Postgres(pool, ..) => open::postgres_target(&pool.connect_options()),
         }
     }
 

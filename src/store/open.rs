@@ -1,7 +1,8 @@
 //! Opening the database with errors a person can act on: what was tried
 //! (the file, or host, port, database and user: never the password) and
 //! what failed, in words ("connection refused", "authentication failed",
-//! "database hl does not exist"), naming `database_url`. PostgreSQL is tried
+//! "database hl does not exist", "the server is read-only"), naming
+//! `database_url`. PostgreSQL is tried
 //! once directly before the pool is made, so a wrong address fails at once
 //! with its cause instead of the pool's "timed out" after the acquire
 //! timeout.
@@ -51,9 +52,14 @@ pub async fn try_postgres(options: &PgConnectOptions, timeout: Duration) -> Resu
     let target = postgres_target(options);
     let failed = |cause: String| StoreError::Connect(format!("{target} (database_url): {cause}"));
     match tokio::time::timeout(timeout, options.connect()).await {
-        Ok(Ok(connection)) => {
+        Ok(Ok(mut connection)) => {
+            let read_only = super::read_only::is_read_only(&mut connection).await;
             let _ = sqlx::Connection::close(connection).await;
-            Ok(())
+            match read_only {
+                Ok(false) => Ok(()),
+                Ok(true) => Err(failed(super::read_only::READ_ONLY.to_owned())),
+                Err(error) => Err(failed(cause(&error, options))),
+            }
         }
         Ok(Err(error)) => Err(failed(cause(&error, options))),
         Err(_) => Err(failed(format!("no answer within {} s", timeout.as_secs()))),

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hookledger::cli::signed_sample;
 use hookledger::providers::Sample;
@@ -48,6 +48,8 @@ pub struct Answers {
     pub refused: u64,
     /// Any other error before an answer: reset, closed, timed out.
     pub transport: u64,
+    /// The longest any attempt took to its answer (or its error).
+    pub slowest: Duration,
 }
 
 impl Answers {
@@ -72,7 +74,7 @@ impl std::fmt::Display for Answers {
         write!(
             f,
             "{} attempts: {} 2xx, {} 503, {} other 5xx, {} 4xx, {} refused, {} other transport \
-             errors ({:.2}% not 2xx)",
+             errors ({:.2}% not 2xx), the slowest {} ms",
             self.attempts(),
             self.ok,
             self.unavailable,
@@ -80,7 +82,8 @@ impl std::fmt::Display for Answers {
             self.client_errors,
             self.refused,
             self.transport,
-            self.failed_percent()
+            self.failed_percent(),
+            self.slowest.as_millis()
         )
     }
 }
@@ -112,6 +115,8 @@ struct Shared {
     credits: Vec<Credit>,
     answers: Answers,
     seen: HashMap<String, Seen>,
+    /// When each 2xx came, and from which instance.
+    acknowledged_at: Vec<(usize, Instant)>,
 }
 
 /// A running load.
@@ -122,20 +127,30 @@ pub struct Load {
     senders: Vec<JoinHandle<()>>,
 }
 
-/// Where the load is sent: the base URL (`http://host:port`), which a test
-/// may move, and the demo source's secret.
+/// Where the load is sent: the instances' base URLs (`http://host:port`;
+/// sender `n` sends to instance `n` modulo their number), which a test may
+/// move, and the demo source's secret.
 #[derive(Clone)]
 pub struct Target {
-    pub base: Arc<RwLock<String>>,
+    pub bases: Arc<RwLock<Vec<String>>>,
     pub secret: Secret,
 }
 
 impl Target {
     pub fn new(base: &str, secret: &str) -> Target {
+        Target::spread(&[base], secret)
+    }
+
+    pub fn spread(bases: &[&str], secret: &str) -> Target {
         Target {
-            base: Arc::new(RwLock::new(base.to_owned())),
+            bases: Arc::new(RwLock::new(bases.iter().map(|b| b.to_string()).collect())),
             secret: Secret::new(secret.trim()),
         }
+    }
+
+    fn base(&self, sender: usize) -> String {
+        let bases = self.bases.read().unwrap();
+        bases[sender % bases.len()].clone()
     }
 }
 
@@ -149,6 +164,7 @@ impl Load {
         let senders = (0..senders)
             .map(|n| {
                 let sender = Sender {
+                    number: n,
                     target: target.clone(),
                     client: client(n % 2 == 0),
                     shared: shared.clone(),
@@ -178,12 +194,13 @@ impl Load {
         let target = self.acknowledged() + more;
         let deadline = tokio::time::Instant::now() + within;
         while self.acknowledged() < target {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the load stalled: {} acknowledged, waiting for {target}; {}",
-                self.acknowledged(),
-                self.shared.lock().unwrap().answers
-            );
+            if tokio::time::Instant::now() >= deadline {
+                let answers = self.answers();
+                panic!(
+                    "the load stalled: {} acknowledged, waiting for {target}; {answers}",
+                    self.acknowledged()
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -191,6 +208,16 @@ impl Load {
     /// What the senders have been answered so far.
     pub fn answers(&self) -> Answers {
         self.shared.lock().unwrap().answers
+    }
+
+    /// The first 2xx from instance `instance` at or after `since`.
+    pub fn first_acknowledged(&self, instance: usize, since: Instant) -> Option<Instant> {
+        let shared = self.shared.lock().unwrap();
+        let after = shared.acknowledged_at.iter();
+        after
+            .filter(|(i, at)| *i == instance && *at >= since)
+            .map(|(_, at)| *at)
+            .min()
     }
 
     /// No new events; every event made is delivered until acknowledged.
@@ -223,6 +250,7 @@ fn client(fresh_connections: bool) -> reqwest::Client {
 }
 
 struct Sender {
+    number: usize,
     target: Target,
     client: reqwest::Client,
     shared: Arc<Mutex<Shared>>,
@@ -304,12 +332,18 @@ impl Sender {
             payment: None,
         };
         let request = signed_sample("standard-webhooks", &self.target.secret, &sample).unwrap();
-        let url = format!("{}/webhooks/demo", self.target.base.read().unwrap());
+        let url = format!("{}/webhooks/demo", self.target.base(self.number));
         let mut post = self.client.post(url).body(request.body);
         for (name, value) in &request.headers {
             post = post.header(*name, value);
         }
-        let count = |f: &dyn Fn(&mut Answers)| f(&mut self.shared.lock().unwrap().answers);
+        let started = Instant::now();
+        let count = |f: &dyn Fn(&mut Answers)| {
+            let mut shared = self.shared.lock().unwrap();
+            let answers = &mut shared.answers;
+            answers.slowest = answers.slowest.max(started.elapsed());
+            f(answers)
+        };
         let response = match post.send().await {
             Ok(response) => response,
             Err(error) if refused(&error) => {
@@ -332,6 +366,9 @@ impl Sender {
             return match response.json::<serde_json::Value>().await {
                 Ok(answer) => {
                     count(&|a| a.ok += 1);
+                    let instance = self.number % self.target.bases.read().unwrap().len();
+                    let mut shared = self.shared.lock().unwrap();
+                    shared.acknowledged_at.push((instance, Instant::now()));
                     Attempt::Acknowledged {
                         fresh: answer["duplicate"] == false,
                     }

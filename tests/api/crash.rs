@@ -66,7 +66,7 @@ async fn deliver(client: &reqwest::Client, server: &Server, sequence: i64) -> Va
 async fn count(database: &Store, sql: &'static str) -> i64 {
     match database {
         Store::Sqlite(pool, ..) => sqlx::query_scalar(sql).fetch_one(pool).await,
-        Store::Postgres(pool, _) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        Store::Postgres(pool, ..) => sqlx::query_scalar(sql).fetch_one(pool).await,
     }
     .unwrap()
 }
@@ -76,7 +76,7 @@ async fn event_ids_in_entry_order(database: &Store) -> Vec<String> {
     const SQL: &str = "select event_id from ledger_entries order by entry_id";
     match database {
         Store::Sqlite(pool, ..) => sqlx::query_scalar(SQL).fetch_all(pool).await,
-        Store::Postgres(pool, _) => sqlx::query_scalar(SQL).fetch_all(pool).await,
+        Store::Postgres(pool, ..) => sqlx::query_scalar(SQL).fetch_all(pool).await,
     }
     .unwrap()
 }

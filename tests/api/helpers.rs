@@ -318,7 +318,7 @@ impl TestApp {
     pub async fn execute_sql(&self, sql: &'static str) -> Result<(), sqlx::Error> {
         match &self.store {
             Store::Sqlite(pool, ..) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
-            Store::Postgres(pool, _) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Store::Postgres(pool, ..) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
         }
     }
 

@@ -97,7 +97,7 @@ where
 {
     match app.store() {
         hookledger::store::Store::Sqlite(pool, ..) => sqlx::query_as(sql).fetch_all(pool).await,
-        hookledger::store::Store::Postgres(pool, _) => sqlx::query_as(sql).fetch_all(pool).await,
+        hookledger::store::Store::Postgres(pool, ..) => sqlx::query_as(sql).fetch_all(pool).await,
     }
     .unwrap()
 }

@@ -95,7 +95,7 @@ async fn a_reading_of_the_database_clock_leaves_out_the_wait_for_a_connection() 
         statement_timeout: Duration::from_secs(30),
     };
     let store = Store::connect(&app.database_url, &settings).await.unwrap();
-    let Store::Postgres(pool, _) = &store else {
+    let Store::Postgres(pool, ..) = &store else {
         panic!("a PostgreSQL store");
     };
     let held = pool.acquire().await.unwrap();

@@ -118,7 +118,7 @@ async fn unique_indexes(app: &TestApp) -> BTreeSet<String> {
                 .fetch_all(pool)
                 .await
         }
-        hookledger::store::Store::Postgres(pool, _) => {
+        hookledger::store::Store::Postgres(pool, ..) => {
             sqlx::query_as(
                 "select cast(indexname as text) from pg_indexes
                  where schemaname = 'public' and tablename = 'outbox'

@@ -101,7 +101,11 @@ impl Server {
                 return server;
             }
         }
-        panic!("no complete banner within 60 s: {:?}", server.banner);
+        panic!(
+            "no complete banner within 60 s: {:?}; its log: {}",
+            server.banner,
+            server.log()
+        );
     }
 
     /// What it has logged so far.

@@ -41,7 +41,7 @@ async fn sqlite_columns(app: &TestApp) -> Columns {
 }
 
 async fn postgres_columns(app: &TestApp) -> Columns {
-    let hookledger::store::Store::Postgres(pool, _) = app.store() else {
+    let hookledger::store::Store::Postgres(pool, ..) = app.store() else {
         unreachable!()
     };
     sqlx::query_as(

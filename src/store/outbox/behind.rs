@@ -160,7 +160,7 @@ impl Store {
     /// between (see the module's doc). A failure leaves the row to the next
     /// tidy. SQLite runs one writer at a time: nothing commits in between.
     pub(super) async fn clear_next_after_commit(&self, ids: &[i64]) {
-        if let Store::Postgres(pool, _) = self {
+        if let Store::Postgres(pool, ..) = self {
             let cleared = sqlx::query(NEXT_POSTGRES).bind(ids).execute(pool).await;
             if let Err(error) = cleared {
                 tracing::debug!("outbox: clear after delivery failed, the tidy covers it: {error}");

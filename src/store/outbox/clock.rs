@@ -27,7 +27,7 @@ impl Store {
     /// on a connection already held: a wait for one is not part of the
     /// round trip.
     pub async fn database_clock(&self) -> Result<Option<ClockReading>, StoreError> {
-        let Store::Postgres(pool, _) = self else {
+        let Store::Postgres(pool, ..) = self else {
             return Ok(None);
         };
         let mut conn = pool.acquire().await?;

@@ -29,7 +29,7 @@ impl Store {
     /// own, never one of the pool's: the pool keeps its whole size for
     /// requests.
     pub async fn forward_outbox_notifications(&self) {
-        let Store::Postgres(pool, outbox) = self else {
+        let Store::Postgres(pool, outbox, _) = self else {
             return;
         };
         let options = (*pool.connect_options()).clone();
@@ -62,7 +62,7 @@ impl Store {
     /// each burst of this process's commits that wrote messages, one
     /// notification to every instance's listener.
     pub async fn notify_outbox_commits(&self) {
-        let Store::Postgres(pool, outbox) = self else {
+        let Store::Postgres(pool, outbox, _) = self else {
             return;
         };
         let mut commits = outbox.commits();

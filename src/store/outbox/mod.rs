@@ -39,7 +39,7 @@ pub(in crate::store) use handle::PostedTo;
 impl Store {
     pub fn outbox(&self) -> &Outbox {
         match self {
-            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => outbox,
+            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox, _) => outbox,
         }
     }
 
@@ -47,7 +47,9 @@ impl Store {
     /// a clone) writes messages for them.
     pub fn with_routes(mut self, routes: Routes) -> Self {
         match &mut self {
-            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox) => outbox.set_routes(routes),
+            Store::Sqlite(_, _, outbox) | Store::Postgres(_, outbox, _) => {
+                outbox.set_routes(routes)
+            }
         }
         self
     }

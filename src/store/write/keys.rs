@@ -263,17 +263,11 @@ impl WriteTx {
     }
 }
 
-async fn lock(
-    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
-    sorted: &[i64],
-) -> Result<(), StoreError> {
+async fn lock(tx: &mut sqlx::PgConnection, sorted: &[i64]) -> Result<(), StoreError> {
     if sorted.is_empty() {
         return Ok(());
     }
-    sqlx::query(LOCK_KEYS)
-        .bind(sorted)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(LOCK_KEYS).bind(sorted).execute(tx).await?;
     Ok(())
 }
 

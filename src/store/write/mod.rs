@@ -31,10 +31,11 @@
 //! cases `keys` lists (a writer outside the order, instances that disagree
 //! on the config), and the group writer runs its group again.
 
-use sqlx::{Postgres, Sqlite, Transaction};
+use sqlx::{Sqlite, Transaction};
 
 use super::write_turn::WriteTurn;
 use super::{Outbox, Store, StoreError};
+use pg_tx::PgTx;
 
 /// One write transaction, and the outbox it may write messages to.
 pub struct WriteTx {
@@ -47,7 +48,8 @@ pub struct WriteTx {
 pub(in crate::store) enum TxConn {
     /// With the turn to write, released when the transaction ends.
     Sqlite(Transaction<'static, Sqlite>, WriteTurn),
-    Postgres(Transaction<'static, Postgres>),
+    /// Closes its connection when dropped unfinished (see `pg_tx`).
+    Postgres(PgTx),
 }
 
 /// Runs `$body` with `$conn` bound to the concrete connection of either
@@ -75,6 +77,7 @@ mod intent;
 mod keys;
 mod ordering;
 mod payments;
+mod pg_tx;
 mod posting;
 mod redelivery;
 mod rewrite;
@@ -114,12 +117,7 @@ impl Store {
                 let (tx, turn) = writer.begin().await?;
                 TxConn::Sqlite(tx, turn)
             }
-            // Explicit, so a server default of REPEATABLE READ or SERIALIZABLE
-            // cannot turn a concurrent duplicate or apply into a 40001 error.
-            Store::Postgres(pool, _) => TxConn::Postgres(
-                pool.begin_with("begin isolation level read committed")
-                    .await?,
-            ),
+            Store::Postgres(pool, ..) => TxConn::Postgres(PgTx::begin(pool).await?),
         };
         Ok(WriteTx {
             conn,
@@ -149,7 +147,20 @@ impl WriteTx {
                 tx.commit().await?;
                 turn.committed();
             }
-            TxConn::Postgres(tx) => tx.commit().await?,
+            TxConn::Postgres(tx) => tx.commit().await.map_err(|error| {
+                match StoreError::from(error) {
+                    // A refusal (a serialization failure, a constraint
+                    // checked at commit): rolled back.
+                    refused if !refused.is_transient() || refused.lost_to_another_transaction() => {
+                        refused
+                    }
+                    // The server may have committed before the answer was
+                    // lost (the connection is closed by now).
+                    lost => StoreError::OutcomeUnknown(format!(
+                        "the answer to COMMIT was lost ({lost})"
+                    )),
+                }
+            })?,
         }
         if self.queued {
             self.outbox.committed();

@@ -117,7 +117,7 @@ impl Store {
                 tx.commit().await?;
                 rows
             }
-            Store::Postgres(pool, _) => {
+            Store::Postgres(pool, ..) => {
                 sqlx::query_as(COUNT_PG).bind(&json).fetch_all(pool).await?
             }
         };

@@ -1,0 +1,278 @@
+//! A PostgreSQL failover under load. Two nodes of the test's own
+//! (`pg_cluster`): node1 the primary, node2 a streaming standby that every
+//! commit waits for (`synchronous_standby_names = '*'`). hookledger reaches
+//! the primary through haproxy with `deploy/haproxy/postgres.cfg` (sqlx
+//! connects to one host: the address must move, as a virtual IP or a DNS
+//! name does in production). Two hookledger instances take deliveries from
+//! 32 at-least-once senders while the test does what a failover manager
+//! (Patroni, say) does:
+//!
+//! 1. node1's postmaster is SIGKILLed;
+//! 2. a second later node2 is promoted, and, with no standby left to wait
+//!    for, stops waiting (Patroni's default, non-strict synchronous mode);
+//! 3. node1 comes back as a standby of node2 (`pg_rewind`; it comes back
+//!    read-only, never writable), and node2 waits for it again.
+//!
+//! What must hold: every delivery answered 2xx is on node2 exactly once and
+//! every credit applied (0 lost, 0 double); no answer but 2xx and 503 with
+//! Retry-After; none slower than a request's bound; each instance answers
+//! 2xx again soon after the promotion (measured); no hookledger connection
+//! on node1 afterwards.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::at_least_once::{Load, Target, assert_exact};
+use crate::helpers::Backend;
+use crate::pg_cluster::{Cluster, Node};
+use crate::process::Server;
+
+/// haproxy with the shipped PostgreSQL config, on `port`, in front of
+/// `nodes`, with a stats socket of the test's; stopped when dropped.
+pub struct Haproxy {
+    child: Child,
+    socket: std::path::PathBuf,
+}
+
+impl Haproxy {
+    pub fn start(dir: &Path, port: u16, nodes: &[&Node]) -> Haproxy {
+        let shipped = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy/postgres.cfg"),
+        )
+        .unwrap();
+        let socket = dir.join("haproxy.sock");
+        let mut config = String::new();
+        for line in shipped.lines() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("server ") {
+                continue;
+            }
+            if trimmed.starts_with("bind ") {
+                config.push_str(&format!("    bind 127.0.0.1:{port}\n"));
+                continue;
+            }
+            config.push_str(line);
+            config.push('\n');
+            if trimmed == "global" {
+                config.push_str(&format!("    stats socket {}\n", socket.display()));
+            }
+        }
+        for node in nodes {
+            config.push_str(&format!(
+                "    server {} 127.0.0.1:{} check\n",
+                node.name, node.port
+            ));
+        }
+        let path = dir.join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        let child = Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("haproxy.log")).unwrap())
+            .spawn()
+            .expect("haproxy runs (Debian's haproxy package)");
+        Haproxy { child, socket }
+    }
+
+    /// Each server's status (`UP`, `DOWN`, `UP 1/2`...), by name.
+    fn statuses(&self) -> Vec<(String, String)> {
+        use std::io::{Read, Write};
+        let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&self.socket) else {
+            return Vec::new();
+        };
+        let mut text = String::new();
+        if stream.write_all(b"show stat\n").is_err() || stream.read_to_string(&mut text).is_err() {
+            return Vec::new();
+        }
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let fields: Vec<&str> = l.split(',').collect();
+                let (name, status) = (fields.get(1)?, fields.get(17)?);
+                Some((name.to_string(), status.to_string()))
+            })
+            .collect()
+    }
+
+    /// Until the servers' checks have settled as `wanted` (haproxy starts
+    /// every server up, and takes `fall` checks to mark a standby down).
+    pub async fn until(&self, wanted: &[(&str, &str)]) {
+        for _ in 0..300 {
+            let statuses = self.statuses();
+            let settled = wanted
+                .iter()
+                .all(|(name, status)| statuses.iter().any(|(n, s)| n == name && s == status));
+            if settled {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("haproxy never saw {wanted:?}: {:?}", self.statuses());
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Until `instance` answers `/readyz` 200, failing after `within`.
+async fn until_ready(base: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let ready = hookledger::tls::client()
+            .get(format!("{base}/readyz"))
+            .send()
+            .await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{base} never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// hookledger's connections to `node`.
+async fn hookledger_connections(node: &Node) -> i64 {
+    let mut conn = node.connect().await;
+    sqlx::query_scalar(
+        "select count(*) from pg_stat_activity where application_name = 'hookledger'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
+    let test = "failover::a_promoted_standby_under_load_has_every_acknowledged_credit_once";
+    if Backend::postgres_or_skip(test).is_none() {
+        return;
+    }
+    let cluster = Cluster::new();
+    let node1 = cluster.primary("node1", "");
+    node1.execute("create role haproxy_check login").await;
+    node1.execute("create database hookledger").await;
+    let node2 = cluster.standby(&node1, "node2");
+    node1.set("synchronous_standby_names", "*").await;
+    node1
+        .until(
+            "select count(*) = 1 from pg_stat_replication where sync_state = 'sync'",
+            Duration::from_secs(30),
+        )
+        .await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let haproxy = Haproxy::start(dir.path(), port, &[&node1, &node2]);
+    haproxy.until(&[("node1", "UP"), ("node2", "DOWN")]).await;
+    let database_url = format!("postgres://postgres@127.0.0.1:{port}/hookledger?sslmode=disable");
+    let data = dir.path().join("data");
+    let data_dir = data.display().to_string();
+    let env = [
+        ("HOOKLEDGER_DATABASE_URL", database_url.as_str()),
+        ("HOOKLEDGER_DATA_DIR", data_dir.as_str()),
+        ("HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS", "5000"),
+        ("HOOKLEDGER_DATABASE_ACQUIRE_TIMEOUT_SECS", "2"),
+        ("HOOKLEDGER_WORKERS", "2"),
+    ];
+    let instances: Vec<Server> = (0..2)
+        .map(|n| {
+            let home = dir.path().join(format!("instance{n}"));
+            std::fs::create_dir_all(&home).unwrap();
+            Server::start(&home, &env, "note")
+        })
+        .collect();
+    let bases: Vec<String> = instances.iter().map(Server::base).collect();
+    let secret = std::fs::read_to_string(data.join("demo_secret")).unwrap();
+    let target = Target::spread(
+        &bases.iter().map(String::as_str).collect::<Vec<_>>(),
+        &secret,
+    );
+    let load = Load::start(&target, "failover", 32, 20);
+    load.until_acknowledged(300, Duration::from_secs(60)).await;
+    eprintln!("failover: before the kill {}", load.answers());
+
+    // 1-2: the primary dies; a second later the standby is promoted.
+    let killed = Instant::now();
+    node1.kill();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.promote(&node2);
+    let promoted = Instant::now();
+    node2.set("synchronous_standby_names", "").await;
+    for base in &bases {
+        until_ready(base, Duration::from_secs(30)).await;
+    }
+    eprintln!("failover: promoted, ready {}", load.answers());
+    load.until_acknowledged(300, Duration::from_secs(60)).await;
+    eprintln!("failover: flowing again {}", load.answers());
+    let recovered: Vec<Duration> = (0..bases.len())
+        .map(|n| {
+            load.first_acknowledged(n, promoted)
+                .expect("acknowledged after the promotion")
+                .duration_since(promoted)
+        })
+        .collect();
+
+    // 3: the old primary back, as node2's synchronous standby.
+    cluster.rejoin_as_standby(&node1, &node2).await;
+    node1
+        .until(
+            "select count(*) = 1 from pg_stat_wal_receiver where status = 'streaming'",
+            Duration::from_secs(60),
+        )
+        .await;
+    eprintln!("failover: node1 rejoined {}", load.answers());
+    node2.set("synchronous_standby_names", "*").await;
+    node2
+        .until(
+            "select count(*) = 1 from pg_stat_replication where sync_state = 'sync'",
+            Duration::from_secs(60),
+        )
+        .await;
+    load.until_acknowledged(300, Duration::from_secs(60)).await;
+    let tally = load.finish().await;
+    let answers = tally.answers;
+    eprintln!(
+        "failover: promoted {} ms after the kill; each instance's first 2xx after the \
+         promotion: {:?}; {answers}",
+        promoted.duration_since(killed).as_millis(),
+        recovered
+    );
+
+    assert_eq!(
+        (
+            answers.server_errors,
+            answers.client_errors,
+            answers.refused,
+            answers.unavailable_without_retry_after
+        ),
+        (0, 0, 0, 0),
+        "only 2xx and 503 with Retry-After: {answers}"
+    );
+    // A request's bound: twice the read deadline, the acquire timeout and
+    // the statement timeout (`startup::connection_lifetime`).
+    assert!(
+        answers.slowest < Duration::from_secs(2 * 5 + 2 + 5),
+        "{answers}"
+    );
+    assert!(answers.unavailable > 0, "the failover was seen: {answers}");
+    drop(instances);
+    let store = crate::postgres::side_store(&node2.url("hookledger")).await;
+    assert_exact(&store, &tally).await;
+    assert_eq!(
+        hookledger_connections(&node1).await,
+        0,
+        "no connection left on the old primary"
+    );
+}

@@ -1,6 +1,6 @@
 //! Figures the store counts for the dashboard and the metrics: the events
-//! held per status, the connection pool's use, and each destination's
-//! outbox. Plain values, so that what shows them need not know the store.
+//! held per status, the connection pool's use, each destination's outbox,
+//! and PostgreSQL's replication. Plain values, so that what shows them need not know the store.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -28,6 +28,19 @@ pub struct PoolUsage {
     /// Connections open now, idle ones included.
     pub open: u32,
     pub idle: u32,
+}
+
+/// PostgreSQL: whether a commit is on a standby before it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replication {
+    /// Every commit waits for a synchronous standby
+    /// (`synchronous_standby_names` set, and `synchronous_commit` `on`,
+    /// `remote_write` or `remote_apply`).
+    pub synchronous: bool,
+    /// Synchronous (or quorum) standbys streaming now; `None` where the
+    /// role may not read `pg_stat_replication`'s details (it needs
+    /// `pg_monitor` or `pg_read_all_stats`).
+    pub standbys: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]

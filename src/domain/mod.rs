@@ -21,7 +21,7 @@ pub use event::{
     Direction, MAX_SEQUENCE, Movement, NormalisedEvent, Posting, PostingFields, Rejection,
     ReverseRequest, SEQUENCE_FLOOR,
 };
-pub use figures::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
+pub use figures::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage, Replication};
 pub use ids::{AccountId, EventId, IdError, SourceName};
 pub use link::{Basis, Link, Reversal, payment_ref};
 pub use message::{MessageType, Route, Routes};

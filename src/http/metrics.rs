@@ -50,6 +50,7 @@ pub async fn metrics(
         held: store.held_counts().await?,
         outbox,
         pool: store.pool_usage(),
+        replication: store.replication().await?,
         invariants: context
             .invariants
             .last()

@@ -32,7 +32,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
-pub use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
+pub use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage, Replication};
 pub use check::Violation;
 pub use error::StoreError;
 pub use outbox::{

@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 
 use super::Metrics;
 use super::instruments::Labels;
-use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage};
+use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage, Replication};
 
 pub use prometheus_text::CONTENT_TYPE;
 
@@ -28,6 +28,8 @@ pub struct Scrape {
     /// One per configured destination.
     pub outbox: Vec<OutboxStats>,
     pub pool: PoolUsage,
+    /// PostgreSQL's replication; `None` on SQLite.
+    pub replication: Option<Replication>,
     /// The latest invariant check: when, and how many violations (`None`:
     /// it could not run).
     pub invariants: Option<(DateTime<Utc>, Option<usize>)>,
@@ -54,6 +56,7 @@ pub fn render(metrics: &Metrics, scrape: &Scrape) -> Result<String, std::fmt::Er
     held(&mut registry, scrape);
     outbox(&mut registry, metrics, scrape);
     pool(&mut registry, scrape.pool);
+    replication(&mut registry, scrape.replication);
     invariants(&mut registry, scrape);
     reconcile(&mut registry, metrics, scrape);
     let mut text = String::new();
@@ -262,6 +265,27 @@ fn pool(registry: &mut Registry, usage: PoolUsage) {
         "The pool's configured bound",
         [(Vec::new(), i64::from(usage.max))],
     );
+}
+
+/// PostgreSQL only: whether a commit is on a standby before it is answered.
+fn replication(registry: &mut Registry, replication: Option<Replication>) {
+    let Some(replication) = replication else {
+        return;
+    };
+    gauges(
+        registry,
+        "hookledger_database_synchronous_commit",
+        "PostgreSQL: 1 if every commit waits for a synchronous standby (synchronous_standby_names set, synchronous_commit on, remote_write or remote_apply), 0 if commits are answered before any standby has them",
+        [(Vec::new(), i64::from(replication.synchronous))],
+    );
+    if let Some(standbys) = replication.standbys {
+        gauges(
+            registry,
+            "hookledger_database_synchronous_standbys",
+            "PostgreSQL: synchronous or quorum standbys streaming now (pg_stat_replication; absent where the role lacks pg_monitor)",
+            [(Vec::new(), standbys)],
+        );
+    }
 }
 
 fn invariants(registry: &mut Registry, scrape: &Scrape) {

@@ -24,6 +24,10 @@ use hookledger::secret::Secret;
 use hookledger::store::{EventFilter, Store};
 use tokio::task::JoinHandle;
 
+/// The accounts the senders credit: `payer_0`, `payer_1`, ... (apart from
+/// what else a test posts).
+pub const ACCOUNT: &str = "payer_";
+
 /// One credit a sender made.
 #[derive(Debug, Clone)]
 pub struct Credit {
@@ -105,6 +109,8 @@ pub struct Seen {
 /// What a load came to.
 #[derive(Debug)]
 pub struct Tally {
+    /// Every event id starts with it and `_`.
+    pub prefix: String,
     pub credits: Vec<Credit>,
     pub answers: Answers,
     pub seen: HashMap<String, Seen>,
@@ -121,6 +127,7 @@ struct Shared {
 
 /// A running load.
 pub struct Load {
+    prefix: String,
     stop: Arc<AtomicBool>,
     acknowledged: Arc<AtomicUsize>,
     shared: Arc<Mutex<Shared>>,
@@ -176,6 +183,7 @@ impl Load {
             })
             .collect();
         Load {
+            prefix: prefix.to_owned(),
             stop,
             acknowledged,
             shared,
@@ -228,6 +236,7 @@ impl Load {
         }
         let shared = std::mem::take(&mut *self.shared.lock().unwrap());
         Tally {
+            prefix: self.prefix,
             credits: shared.credits,
             answers: shared.answers,
             seen: shared.seen,
@@ -273,7 +282,7 @@ impl Sender {
             }
             let credit = Credit {
                 id: format!("{prefix}_{n}"),
-                account: format!("acct_{}", self.rng.below(accounts)),
+                account: format!("{ACCOUNT}{}", self.rng.below(accounts)),
                 amount: 1 + self.rng.below(10_000) as i64,
             };
             self.shared.lock().unwrap().credits.push(credit.clone());
@@ -446,14 +455,15 @@ pub async fn stored_events(store: &Store) -> HashMap<String, (String, i64)> {
 }
 
 /// What must hold after a load, on the database `store` reads: every credit
-/// stored once and applied, nothing else stored, each balance the sum of
+/// stored once and applied, nothing else stored under the load's prefix, each balance the sum of
 /// its credits, the invariant check clean, every event acknowledged, and
 /// every commit answered as new unless an attempt of it went unanswered or
 /// was answered 503 (a commit whose outcome the instance did not know; a
 /// test that expects no 503 says so of [`Tally::answers`]).
 pub async fn assert_exact(store: &Store, tally: &Tally) {
     assert_eq!(store.check_invariants().await.unwrap(), []);
-    let stored = stored_events(store).await;
+    let mut stored = stored_events(store).await;
+    stored.retain(|id, _| id.starts_with(&format!("{}_", tally.prefix)));
     assert_eq!(stored.len(), tally.credits.len(), "every event stored once");
     let mut expected: HashMap<&str, i64> = HashMap::new();
     for credit in &tally.credits {
@@ -473,6 +483,7 @@ pub async fn assert_exact(store: &Store, tally: &Tally) {
         .await
         .unwrap()
         .into_iter()
+        .filter(|b| b.account_id.starts_with(ACCOUNT))
         .map(|b| (b.account_id, b.balance_minor))
         .collect();
     assert_eq!(balances.len(), expected.len(), "no other account moved");

@@ -14,19 +14,29 @@
 //!    read-only, never writable), and node2 waits for it again.
 //!
 //! What must hold: every delivery answered 2xx is on node2 exactly once and
-//! every credit applied (0 lost, 0 double); no answer but 2xx and 503 with
+//! every credit applied (0 lost, 0 double); the outbox relays tell every
+//! posting to their destination and the reconcile sweep finds a payment
+//! missed after the promotion, on their own; no answer but 2xx and 503 with
 //! Retry-After; none slower than a request's bound; each instance answers
 //! 2xx again soon after the promotion (measured); no hookledger connection
-//! on node1 afterwards.
+//! on node1 afterwards; and `/metrics` says at each step whether commits
+//! wait for a synchronous standby.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::at_least_once::{Load, Target, assert_exact};
-use crate::helpers::Backend;
+use crate::fake_feed::FakeFeed;
+use crate::fake_feed::paddle::Paddle;
+use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
+use crate::kinds::paddle::PADDLE;
+use crate::outbox::http_destination;
 use crate::pg_cluster::{Cluster, Node};
 use crate::process::Server;
+use crate::receiver::{Answer, Receiver};
 
 /// haproxy with the shipped PostgreSQL config, on `port`, in front of
 /// `nodes`, with a stats socket of the test's; stopped when dropped.
@@ -142,6 +152,92 @@ async fn until_ready(base: &str, within: Duration) {
     }
 }
 
+const PADDLE_KEY: &str = "pdl_sdbx_apikey_01hv8x2acma2gz3ysy1w9h7q6e_test";
+
+/// The demo source the load signs for, a Paddle source whose reconcile
+/// sweep runs every second against the fake feed, and an HTTP destination
+/// every posting is told to.
+fn config_text(destination: &str, feed: &str) -> String {
+    format!(
+        r#"
+[admin]
+token = "{ADMIN_TOKEN}"
+
+[[sources]]
+name = "demo"
+kind = "standard-webhooks"
+secrets = ["{DEMO_SECRET}"]
+{paddle}
+[sources.reconcile]
+api_key = "{PADDLE_KEY}"
+api_base = "{feed}"
+interval_secs = 1
+request_gap_ms = 50
+{destinations}"#,
+        paddle = PADDLE.config,
+        destinations = http_destination("ledger", destination, ""),
+    )
+}
+
+/// Until the event `event_id` is stored and applied.
+async fn until_stored(store: &hookledger::store::Store, event_id: &str) {
+    for _ in 0..300 {
+        let stored = crate::at_least_once::stored_events(store).await;
+        if stored
+            .get(event_id)
+            .is_some_and(|(status, _)| status == "applied")
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{event_id} was never reconciled");
+}
+
+/// Until the destination has acknowledged a message of every event of
+/// `expected` (at least once each).
+async fn until_told(receiver: &Receiver, expected: &BTreeSet<String>) {
+    let mut told = BTreeSet::new();
+    for _ in 0..600 {
+        told = receiver
+            .accepted()
+            .iter()
+            .filter_map(|r| r.body["event_id"].as_str().map(str::to_owned))
+            .collect();
+        if expected.is_subset(&told) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let missing: Vec<_> = expected.difference(&told).take(5).collect();
+    panic!(
+        "{} postings never reached the destination, {missing:?} among them",
+        expected.difference(&told).count()
+    );
+}
+
+/// A gauge's value on `base`'s `/metrics`.
+async fn gauge(base: &str, name: &str) -> Option<i64> {
+    let text = hookledger::tls::client()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// What `/metrics` says of replication: (synchronous commit, standbys).
+async fn replication(base: &str) -> (Option<i64>, Option<i64>) {
+    (
+        gauge(base, "hookledger_database_synchronous_commit").await,
+        gauge(base, "hookledger_database_synchronous_standbys").await,
+    )
+}
+
 /// hookledger's connections to `node`.
 async fn hookledger_connections(node: &Node) -> i64 {
     let mut conn = node.connect().await;
@@ -177,11 +273,14 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
     let haproxy = Haproxy::start(dir.path(), port, &[&node1, &node2]);
     haproxy.until(&[("node1", "UP"), ("node2", "DOWN")]).await;
     let database_url = format!("postgres://postgres@127.0.0.1:{port}/hookledger?sslmode=disable");
-    let data = dir.path().join("data");
-    let data_dir = data.display().to_string();
+    let receiver = Receiver::start(&[], Answer::Status(204)).await;
+    let feed = FakeFeed::start(Arc::new(Paddle), PADDLE_KEY).await;
+    let config = dir.path().join("hookledger.toml");
+    std::fs::write(&config, config_text(&receiver.url(), &feed.base)).unwrap();
+    let config = config.display().to_string();
     let env = [
+        ("HOOKLEDGER_CONFIG", config.as_str()),
         ("HOOKLEDGER_DATABASE_URL", database_url.as_str()),
-        ("HOOKLEDGER_DATA_DIR", data_dir.as_str()),
         ("HOOKLEDGER_DATABASE_STATEMENT_TIMEOUT_MS", "5000"),
         ("HOOKLEDGER_DATABASE_ACQUIRE_TIMEOUT_SECS", "2"),
         ("HOOKLEDGER_WORKERS", "2"),
@@ -190,18 +289,18 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
         .map(|n| {
             let home = dir.path().join(format!("instance{n}"));
             std::fs::create_dir_all(&home).unwrap();
-            Server::start(&home, &env, "note")
+            Server::start(&home, &env, "source paddle")
         })
         .collect();
     let bases: Vec<String> = instances.iter().map(Server::base).collect();
-    let secret = std::fs::read_to_string(data.join("demo_secret")).unwrap();
     let target = Target::spread(
         &bases.iter().map(String::as_str).collect::<Vec<_>>(),
-        &secret,
+        DEMO_SECRET,
     );
     let load = Load::start(&target, "failover", 32, 20);
     load.until_acknowledged(300, Duration::from_secs(60)).await;
     eprintln!("failover: before the kill {}", load.answers());
+    assert_eq!(replication(&bases[0]).await, (Some(1), Some(1)));
 
     // 1-2: the primary dies; a second later the standby is promoted.
     let killed = Instant::now();
@@ -216,6 +315,14 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
     eprintln!("failover: promoted, ready {}", load.answers());
     load.until_acknowledged(300, Duration::from_secs(60)).await;
     eprintln!("failover: flowing again {}", load.answers());
+    // The new primary waits for no standby until the old one is back.
+    assert_eq!(replication(&bases[1]).await, (Some(0), Some(0)));
+    // A payment whose webhook never came: the reconcile sweep, which met
+    // the dead primary too, finds it on its own.
+    let missed = (PADDLE.payment)("evt_missed", "txn_missed", 700);
+    feed.publish(missed);
+    let new_primary = crate::postgres::side_store(&node2.url("hookledger")).await;
+    until_stored(&new_primary, "evt_missed").await;
     let recovered: Vec<Duration> = (0..bases.len())
         .map(|n| {
             load.first_acknowledged(n, promoted)
@@ -241,6 +348,7 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
         )
         .await;
     load.until_acknowledged(300, Duration::from_secs(60)).await;
+    assert_eq!(replication(&bases[0]).await, (Some(1), Some(1)));
     let tally = load.finish().await;
     let answers = tally.answers;
     eprintln!(
@@ -267,9 +375,13 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
         "{answers}"
     );
     assert!(answers.unavailable > 0, "the failover was seen: {answers}");
+    // Every posting's message reaches the destination: the relays met the
+    // dead primary too, and went on.
+    let mut expected: BTreeSet<String> = tally.credits.iter().map(|c| c.id.clone()).collect();
+    expected.insert("evt_missed".to_owned());
+    until_told(&receiver, &expected).await;
     drop(instances);
-    let store = crate::postgres::side_store(&node2.url("hookledger")).await;
-    assert_exact(&store, &tally).await;
+    assert_exact(&new_primary, &tally).await;
     assert_eq!(
         hookledger_connections(&node1).await,
         0,

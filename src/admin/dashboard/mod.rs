@@ -1,6 +1,6 @@
 //! The dashboard (`GET /admin`): the held queue, gaps, recent events,
-//! balances, counters, deliveries per source, the ledger check and the
-//! outbox, or the login form for a visitor without a session; and the JSON
+//! balances, counters, deliveries per source, the ledger check, the
+//! database's replication and the outbox, or the login form for a visitor without a session; and the JSON
 //! of its counters (`GET /admin/api/metrics`) and of the ledger check
 //! (`GET /admin/api/check`, which also records it for the page).
 
@@ -48,6 +48,8 @@ struct DashboardPage {
     reconcile: Vec<view::ReconcileView>,
     /// Whether the ledger held at the latest check, and what it said.
     invariants: (bool, String),
+    /// The database, and whether commits are replicated before answered.
+    database: (bool, String),
     /// How long the oldest stale or rejected event has waited.
     oldest_held: Option<String>,
     message: Option<&'static str>,
@@ -112,6 +114,7 @@ pub async fn dashboard(
             chrono::Utc::now(),
         ),
         invariants: view::invariants(&context, context.clock.now()),
+        database: view::database(context.store.replication().await?),
         oldest_held: context
             .store
             .held_counts()

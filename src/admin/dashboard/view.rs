@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::admin::view::{duration, time};
 use crate::context::Context;
+use crate::domain::Replication;
 
 pub struct SourceView {
     pub name: String,
@@ -90,6 +91,51 @@ pub fn invariants(context: &Context, now: DateTime<Utc>) -> (bool, String) {
     }
 }
 
+/// The database line: which database, and on PostgreSQL whether a commit
+/// is on a standby before it is answered; false where something is wrong.
+pub fn database(replication: Option<Replication>) -> (bool, String) {
+    let Some(replication) = replication else {
+        return (
+            true,
+            "SQLite, a file on this host (hookledger backup copies it)".to_owned(),
+        );
+    };
+    let standbys = |n: Option<i64>| match n {
+        Some(1) => "1 is streaming".to_owned(),
+        Some(n) => format!("{n} are streaming"),
+        None => "how many are streaming is hidden from this role (grant it pg_monitor)".to_owned(),
+    };
+    match replication {
+        Replication {
+            synchronous: true,
+            standbys: Some(0),
+        } => (
+            false,
+            "PostgreSQL; every commit waits for a synchronous standby, and none is streaming: \
+             deliveries are answered 503 until one is"
+                .to_owned(),
+        ),
+        Replication {
+            synchronous: true,
+            standbys: n,
+        } => (
+            true,
+            format!(
+                "PostgreSQL; every commit waits for a synchronous standby, and {}",
+                standbys(n)
+            ),
+        ),
+        Replication {
+            synchronous: false, ..
+        } => (
+            true,
+            "PostgreSQL; commits are not replicated synchronously: a failover to a standby \
+             loses the credits it had not received, which only reconcile can find"
+                .to_owned(),
+        ),
+    }
+}
+
 /// A reconciling source on the dashboard.
 pub struct ReconcileView {
     pub source: String,
@@ -136,7 +182,29 @@ pub fn reconcile(states: Vec<crate::reconcile::State>, now: DateTime<Utc>) -> Ve
 
 #[cfg(test)]
 mod tests {
-    use super::per_mille;
+    use super::{Replication, database, per_mille};
+
+    #[test]
+    fn the_database_line_says_whether_commits_wait_for_a_standby() {
+        let postgres = |synchronous, standbys| {
+            database(Some(Replication {
+                synchronous,
+                standbys,
+            }))
+        };
+        assert!(database(None).1.starts_with("SQLite"));
+        let (ok, text) = postgres(true, Some(0));
+        assert!(!ok && text.contains("none is streaming"), "{text}");
+        let (ok, text) = postgres(true, Some(2));
+        assert!(ok && text.ends_with("2 are streaming"), "{text}");
+        let (ok, text) = postgres(true, None);
+        assert!(ok && text.contains("grant it pg_monitor"), "{text}");
+        let (ok, text) = postgres(false, Some(1));
+        assert!(
+            ok && text.contains("not replicated synchronously"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn rates_read_as_percent() {

@@ -23,113 +23,19 @@
 //! wait for a synchronous standby.
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::at_least_once::{Load, Target, assert_exact};
 use crate::fake_feed::FakeFeed;
 use crate::fake_feed::paddle::Paddle;
+use crate::haproxy::Haproxy;
 use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
 use crate::kinds::paddle::PADDLE;
 use crate::outbox::http_destination;
 use crate::pg_cluster::{Cluster, Node};
 use crate::process::Server;
 use crate::receiver::{Answer, Receiver};
-
-/// haproxy with the shipped PostgreSQL config, on `port`, in front of
-/// `nodes`, with a stats socket of the test's; stopped when dropped.
-pub struct Haproxy {
-    child: Child,
-    socket: std::path::PathBuf,
-}
-
-impl Haproxy {
-    pub fn start(dir: &Path, port: u16, nodes: &[&Node]) -> Haproxy {
-        let shipped = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy/postgres.cfg"),
-        )
-        .unwrap();
-        let socket = dir.join("haproxy.sock");
-        let mut config = String::new();
-        for line in shipped.lines() {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("server ") {
-                continue;
-            }
-            if trimmed.starts_with("bind ") {
-                config.push_str(&format!("    bind 127.0.0.1:{port}\n"));
-                continue;
-            }
-            config.push_str(line);
-            config.push('\n');
-            if trimmed == "global" {
-                config.push_str(&format!("    stats socket {}\n", socket.display()));
-            }
-        }
-        for node in nodes {
-            config.push_str(&format!(
-                "    server {} 127.0.0.1:{} check\n",
-                node.name, node.port
-            ));
-        }
-        let path = dir.join("haproxy.cfg");
-        std::fs::write(&path, config).unwrap();
-        let child = Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("haproxy.log")).unwrap())
-            .spawn()
-            .expect("haproxy runs (Debian's haproxy package)");
-        Haproxy { child, socket }
-    }
-
-    /// Each server's status (`UP`, `DOWN`, `UP 1/2`...), by name.
-    fn statuses(&self) -> Vec<(String, String)> {
-        use std::io::{Read, Write};
-        let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&self.socket) else {
-            return Vec::new();
-        };
-        let mut text = String::new();
-        if stream.write_all(b"show stat\n").is_err() || stream.read_to_string(&mut text).is_err() {
-            return Vec::new();
-        }
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let fields: Vec<&str> = l.split(',').collect();
-                let (name, status) = (fields.get(1)?, fields.get(17)?);
-                Some((name.to_string(), status.to_string()))
-            })
-            .collect()
-    }
-
-    /// Until the servers' checks have settled as `wanted` (haproxy starts
-    /// every server up, and takes `fall` checks to mark a standby down).
-    pub async fn until(&self, wanted: &[(&str, &str)]) {
-        for _ in 0..300 {
-            let statuses = self.statuses();
-            let settled = wanted
-                .iter()
-                .all(|(name, status)| statuses.iter().any(|(n, s)| n == name && s == status));
-            if settled {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("haproxy never saw {wanted:?}: {:?}", self.statuses());
-    }
-}
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -270,7 +176,8 @@ async fn a_promoted_standby_under_load_has_every_acknowledged_credit_once() {
 
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let haproxy = Haproxy::start(dir.path(), port, &[&node1, &node2]);
+    let nodes = [&node1, &node2].map(|n| (n.name.as_str(), n.port));
+    let haproxy = Haproxy::start("postgres.cfg", dir.path(), port, &nodes);
     haproxy.until(&[("node1", "UP"), ("node2", "DOWN")]).await;
     let database_url = format!("postgres://postgres@127.0.0.1:{port}/hookledger?sslmode=disable");
     let receiver = Receiver::start(&[], Answer::Status(204)).await;

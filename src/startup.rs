@@ -260,7 +260,12 @@ impl Application {
 /// longer configured.
 async fn open_store(config: &Config, now: DateTime<Utc>) -> Result<Store, StartupError> {
     let store = connect_store(config).await?;
-    store.migrate().await?;
+    let schema = store.migrate().await?;
+    if !schema.newer.is_empty() {
+        // A rolling upgrade: a newer release has migrated, and this one
+        // still serves beside it.
+        tracing::warn!("{}", schema.describe());
+    }
     place_in_scopes(&store, &config.sources, now).await?;
     crate::outbox::warn_of_unconfigured(&store).await;
     Ok(store)

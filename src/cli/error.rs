@@ -19,6 +19,23 @@ pub enum CliError {
     Check(crate::store::StoreError),
     #[error("reconcile: {0}")]
     Reconcile(String),
+    /// `migrate --check`: migrations to apply.
+    #[error("{0} migration(s) to apply")]
+    SchemaBehind(usize),
+    /// `migrate --check`: a newer schema this binary cannot serve.
+    #[error("the database's schema is newer than this binary and not compatible")]
+    SchemaAhead,
+}
+
+impl CliError {
+    /// The process's exit code: 2 for a schema behind this binary (what
+    /// `migrate --check` tells a deploy script), 1 for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::SchemaBehind(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 impl From<ConfigError> for CliError {

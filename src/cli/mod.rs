@@ -65,8 +65,18 @@ pub enum Command {
         #[command(subcommand)]
         command: outbox::OutboxCommand,
     },
-    /// Apply database migrations and exit.
-    Migrate,
+    /// Apply database migrations and exit; with --check, apply nothing and
+    /// say whether the database's schema is behind this binary (migrations
+    /// to apply), equal, or ahead (a newer release migrated it: compatible
+    /// or not).
+    Migrate {
+        /// Say where the schema stands, apply nothing. Exit 0: this binary
+        /// serves the database as it is (equal, or ahead and compatible);
+        /// 2: behind (`migrate` or `serve` applies what is missing); 1:
+        /// ahead and not compatible (`serve` refuses to start).
+        #[arg(long)]
+        check: bool,
+    },
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
     Check,
@@ -132,11 +142,20 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
         Command::Outbox {
             command: outbox::OutboxCommand::Move(args),
         } => outbox_move::run(load(&cli.config)?, args).await,
-        Command::Migrate => {
+        Command::Migrate { check } => {
             let config = load(&cli.config)?;
             let store = connect_store(&config).await.map_err(StartupError::from)?;
-            store.migrate().await.map_err(StartupError::from)?;
-            println!("migrations applied ({})", store.backend());
+            if check {
+                return check_schema(&store).await;
+            }
+            let before = store.migrate().await.map_err(StartupError::from)?;
+            let after = store.schema_state().await.map_err(StartupError::from)?;
+            println!(
+                "migrations applied ({}): {} now; {}",
+                store.backend(),
+                before.pending.len(),
+                after.describe()
+            );
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
@@ -181,6 +200,20 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
             .await
             .map_err(CliError::Send),
         Command::Bench(args) => bench::run(*args).await.map_err(CliError::Send),
+    }
+}
+
+/// `migrate --check`: where the schema stands, and the exit code that
+/// says it.
+async fn check_schema(store: &crate::store::Store) -> Result<(), CliError> {
+    let state = store.schema_state().await.map_err(StartupError::from)?;
+    println!("{}", state.describe());
+    if state.refusal().is_some() {
+        Err(CliError::SchemaAhead)
+    } else if !state.pending.is_empty() {
+        Err(CliError::SchemaBehind(state.pending.len()))
+    } else {
+        Ok(())
     }
 }
 

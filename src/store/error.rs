@@ -12,6 +12,9 @@ pub enum StoreError {
     Connect(String),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The schema is newer than this binary and not compatible with it.
+    #[error("{0}")]
+    Schema(String),
     #[error("balance of {account_id} {currency} would leave the supported range")]
     BalanceLimit {
         account_id: String,

@@ -22,6 +22,7 @@ mod reconcile;
 mod recycle;
 mod retention;
 mod rows;
+mod schema;
 mod write;
 mod write_turn;
 
@@ -44,6 +45,7 @@ pub use reconcile::{Lease, ReconcileRun, RunEnd};
 pub use rows::{
     AuditRow, BalanceRow, EventDetailRow, EventRow, GapRow, HeldAccountRow, LedgerEntryRow,
 };
+pub use schema::{Newer, SchemaState};
 pub use write::{
     Claimed, IntentUpsert, MatchedRow, NewAudit, NewIntent, NewLedgerEntry, NewPosting, Parked,
     PaymentCredit, PaymentKey, PaymentRow, Redelivered, RedeliveryCount, ReplayedInto, Rescoped,
@@ -168,13 +170,25 @@ impl Store {
     /// instances may start at once: on PostgreSQL sqlx takes an advisory
     /// lock; on SQLite it takes none (two instances would both create the
     /// tables, and one fail), so an exclusive lock on a file next to the
-    /// database is held meanwhile ([`start_lock`]).
-    pub async fn migrate(&self) -> Result<(), StoreError> {
+    /// database is held meanwhile ([`start_lock`]). A schema newer than
+    /// this binary (a newer release migrated it) is left as it is if every
+    /// newer migration allows older binaries (`schema`), and refused
+    /// otherwise. What it found, for the caller to say.
+    pub async fn migrate(&self) -> Result<SchemaState, StoreError> {
+        let _lock = match self {
+            Store::Sqlite(pool, ..) => start_lock(pool.connect_options().get_filename()).await?,
+            Store::Postgres(..) => None,
+        };
+        let state = self.schema_state().await?;
+        if let Some(refusal) = state.refusal() {
+            return Err(StoreError::Schema(refusal));
+        }
+        let mut migrator = self.migrator();
+        // Migrations applied that this binary does not know are the newer
+        // release's (checked just above).
+        migrator.set_ignore_missing(!state.newer.is_empty());
         match self {
-            Store::Sqlite(pool, ..) => {
-                let _lock = start_lock(pool.connect_options().get_filename()).await?;
-                sqlx::migrate!("migrations/sqlite").run(pool).await?;
-            }
+            Store::Sqlite(pool, ..) => migrator.run(pool).await?,
             Store::Postgres(pool, ..) => {
                 // statement_timeout bounds request traffic; a migration, or
                 // waiting for another instance's migration lock, may take
@@ -185,12 +199,10 @@ impl Store {
                 sqlx::query("set statement_timeout = 0")
                     .execute(&mut *connection)
                     .await?;
-                sqlx::migrate!("migrations/postgres")
-                    .run(&mut *connection)
-                    .await?;
+                migrator.run(&mut *connection).await?;
             }
         }
-        Ok(())
+        Ok(state)
     }
 
     /// Writes a consistent copy of a live SQLite database to `path` (a new

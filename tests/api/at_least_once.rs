@@ -155,6 +155,13 @@ impl Target {
         }
     }
 
+    /// Every sender to `base` from now on.
+    pub fn move_to(&self, base: &str) {
+        for each in self.bases.write().unwrap().iter_mut() {
+            *each = base.to_owned();
+        }
+    }
+
     fn base(&self, sender: usize) -> String {
         let bases = self.bases.read().unwrap();
         bases[sender % bases.len()].clone()

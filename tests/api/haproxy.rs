@@ -36,7 +36,10 @@ impl Haproxy {
             config.push_str(line);
             config.push('\n');
             if trimmed == "global" {
-                config.push_str(&format!("    stats socket {}\n", socket.display()));
+                config.push_str(&format!(
+                    "    stats socket {} level admin\n",
+                    socket.display()
+                ));
             }
         }
         for (name, port) in servers {
@@ -55,17 +58,25 @@ impl Haproxy {
         Haproxy { child, socket }
     }
 
-    /// Each server's status (`UP`, `DOWN`, `UP 1/2`...), by name.
-    fn statuses(&self) -> Vec<(String, String)> {
+    /// A command on the runtime API (the stats socket), and its answer;
+    /// empty if haproxy does not answer (yet).
+    pub fn command(&self, command: &str) -> String {
         use std::io::{Read, Write};
         let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&self.socket) else {
-            return Vec::new();
+            return String::new();
         };
         let mut text = String::new();
-        if stream.write_all(b"show stat\n").is_err() || stream.read_to_string(&mut text).is_err() {
-            return Vec::new();
+        let asked = stream.write_all(format!("{command}\n").as_bytes());
+        if asked.is_err() || stream.read_to_string(&mut text).is_err() {
+            return String::new();
         }
-        text.lines()
+        text
+    }
+
+    /// Each server's status (`UP`, `DOWN`, `DRAIN`, `UP 1/2`...), by name.
+    fn statuses(&self) -> Vec<(String, String)> {
+        self.command("show stat")
+            .lines()
             .filter(|l| !l.starts_with('#'))
             .filter_map(|l| {
                 let fields: Vec<&str> = l.split(',').collect();

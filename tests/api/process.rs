@@ -14,7 +14,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_hookledger");
 /// The binary with a clean environment: nothing from the developer's shell
 /// (a `HOOKLEDGER_*` variable, say) can change what it does.
 pub fn hookledger(dir: &Path) -> Command {
-    let mut command = Command::new(BIN);
+    binary(Path::new(BIN), dir)
+}
+
+/// `path` (this build's binary, or another release's) as [`hookledger`].
+fn binary(path: &Path, dir: &Path) -> Command {
+    let mut command = Command::new(path);
     command.current_dir(dir).env_clear();
     command
 }
@@ -66,8 +71,27 @@ impl Server {
         env: &[(&str, &str)],
         last: &'static str,
     ) -> Server {
+        Self::start_command(hookledger(dir), dir, args, env, last)
+    }
+
+    /// [`Server::start`] of another release's binary at `path`.
+    pub fn start_binary(
+        path: &Path,
+        dir: &Path,
+        env: &[(&str, &str)],
+        last: &'static str,
+    ) -> Server {
+        Self::start_command(binary(path, dir), dir, &[], env, last)
+    }
+
+    fn start_command(
+        mut command: Command,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        last: &'static str,
+    ) -> Server {
         let log = dir.join("hookledger.log");
-        let mut command = hookledger(dir);
         command
             .args(args)
             .env("HOOKLEDGER_LISTEN", "127.0.0.1:0")

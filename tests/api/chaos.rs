@@ -27,7 +27,6 @@ use hookledger::cli::signed_sample;
 use hookledger::providers::Sample;
 use hookledger::rng::SplitMix64 as Rng;
 use hookledger::secret::Secret;
-use hookledger::store::EventFilter;
 
 use crate::helpers::Backend;
 use crate::process::Server;
@@ -248,33 +247,7 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
 
     let store = crate::postgres::side_store(&database_url).await;
     assert_eq!(store.check_invariants().await.unwrap(), [], "seed {seed}");
-    let mut stored: HashMap<String, (String, i64)> = HashMap::new();
-    let mut before = None;
-    loop {
-        let page = store
-            .list_events(&EventFilter {
-                limit: 500,
-                before,
-                ..EventFilter::default()
-            })
-            .await
-            .unwrap();
-        for row in &page {
-            let previous = stored.insert(
-                row.event_id.clone(),
-                (row.status.clone(), row.amount_minor.unwrap_or(0)),
-            );
-            assert!(
-                previous.is_none(),
-                "seed {seed}: {} stored twice",
-                row.event_id
-            );
-        }
-        match page.last() {
-            Some(last) if page.len() == 500 => before = Some(last.intent_id),
-            _ => break,
-        }
-    }
+    let stored = crate::at_least_once::stored_events(&store).await;
     assert_eq!(
         stored.len(),
         events.len(),

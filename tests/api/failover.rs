@@ -26,21 +26,17 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::at_least_once::{Load, Target, assert_exact};
+use crate::at_least_once::{Load, Target, assert_exact, senders_config};
 use crate::fake_feed::FakeFeed;
 use crate::fake_feed::paddle::Paddle;
 use crate::haproxy::Haproxy;
-use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
+use crate::helpers::{Backend, DEMO_SECRET};
 use crate::kinds::paddle::PADDLE;
+use crate::localstripe::free_port;
 use crate::outbox::http_destination;
 use crate::pg_cluster::{Cluster, Node};
 use crate::process::Server;
 use crate::receiver::{Answer, Receiver};
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
 
 /// Until `instance` answers `/readyz` 200, failing after `within`.
 async fn until_ready(base: &str, within: Duration) {
@@ -64,25 +60,18 @@ const PADDLE_KEY: &str = "pdl_sdbx_apikey_01hv8x2acma2gz3ysy1w9h7q6e_test";
 /// sweep runs every second against the fake feed, and an HTTP destination
 /// every posting is told to.
 fn config_text(destination: &str, feed: &str) -> String {
-    format!(
-        r#"
-[admin]
-token = "{ADMIN_TOKEN}"
-
-[[sources]]
-name = "demo"
-kind = "standard-webhooks"
-secrets = ["{DEMO_SECRET}"]
-{paddle}
+    senders_config(&format!(
+        "{}
 [sources.reconcile]
-api_key = "{PADDLE_KEY}"
-api_base = "{feed}"
-interval_secs = 1
+api_key = \"{PADDLE_KEY}\"
+api_base = \"{feed}\"
+\
+         interval_secs = 1
 request_gap_ms = 50
-{destinations}"#,
-        paddle = PADDLE.config,
-        destinations = http_destination("ledger", destination, ""),
-    )
+{}",
+        PADDLE.config,
+        http_destination("ledger", destination, "")
+    ))
 }
 
 /// Until the event `event_id` is stored and applied.

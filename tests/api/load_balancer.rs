@@ -9,35 +9,12 @@
 
 use std::time::Duration;
 
-use crate::at_least_once::{Load, Target, assert_exact};
+use crate::at_least_once::{Load, Target, assert_exact, senders_config};
 use crate::haproxy::Haproxy;
-use crate::helpers::{ADMIN_TOKEN, Backend, DEMO_SECRET};
+use crate::helpers::{Backend, DEMO_SECRET};
+use crate::localstripe::free_port;
 use crate::postgres::TestDatabase;
 use crate::process::Server;
-
-/// The demo source the senders sign for, and the limits behind a proxy.
-fn config_text() -> String {
-    format!(
-        r#"
-[admin]
-token = "{ADMIN_TOKEN}"
-
-[limits]
-trusted_proxies = ["127.0.0.1/32"]
-max_connections_per_address = 0
-
-[[sources]]
-name = "demo"
-kind = "standard-webhooks"
-secrets = ["{DEMO_SECRET}"]
-"#
-    )
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
 
 /// Instance `n` in its own folder, on its own fixed port (so that a
 /// restart is where haproxy looks).
@@ -66,7 +43,7 @@ async fn three_instances_behind_haproxy_lose_nothing_when_one_dies_and_one_resta
     let database = TestDatabase::create(&url).await;
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("hookledger.toml");
-    std::fs::write(&config, config_text()).unwrap();
+    std::fs::write(&config, senders_config("")).unwrap();
     let env = vec![
         ("HOOKLEDGER_CONFIG", config.display().to_string()),
         ("HOOKLEDGER_DATABASE_URL", database.url.clone()),
@@ -127,7 +104,8 @@ async fn three_instances_behind_haproxy_lose_nothing_when_one_dies_and_one_resta
     running[0] = instances[0].start();
     haproxy.until(&all_up).await;
     load.until_acknowledged(300, Duration::from_secs(60)).await;
-    let tally = load.finish().await;
+    let mut tally = load.finish().await;
+    tally.proxy_retries = true;
     let answers = tally.answers;
     eprintln!(
         "load balancer: before {before}; to the kill's end {after_kill}; to the restart's end \

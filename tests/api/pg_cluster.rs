@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use crate::localstripe::free_port;
 use sqlx::Connection;
 
 /// Settings every node gets. `fsync = off`: the faults here kill processes,
@@ -53,11 +54,6 @@ fn run(command: &mut Command) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 impl Cluster {

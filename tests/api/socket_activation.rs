@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::at_least_once::{Load, Target, assert_exact};
 use crate::helpers::Backend;
+use crate::localstripe::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hookledger");
 
@@ -73,48 +74,63 @@ impl Supervised {
         std::fs::read_to_string(self.dir.join(name)).ok()
     }
 
-    /// Run `n`'s pid, once it has started.
-    async fn pid(&self, n: u32) -> String {
-        for _ in 0..600 {
-            if let Some(pid) = self
-                .file(format!("run-{n}.pid"))
-                .filter(|p| p.ends_with('\n'))
-            {
-                return pid.trim().to_owned();
+    /// The file `name` once `complete` says it is written, failing after
+    /// `within` with what `what` says.
+    async fn until(
+        &self,
+        name: String,
+        complete: impl Fn(&str) -> bool,
+        within: Duration,
+        what: impl Fn() -> String,
+    ) -> String {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(text) = self.file(name.clone()).filter(|t| complete(t)) {
+                return text;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("run {n} did not start");
+        panic!("{}", what());
+    }
+
+    /// Run `n`'s pid, once it has started.
+    async fn pid(&self, n: u32) -> String {
+        let line = |t: &str| t.ends_with('\n');
+        let pid = self.until(
+            format!("run-{n}.pid"),
+            line,
+            Duration::from_secs(30),
+            || format!("run {n} did not start"),
+        );
+        pid.await.trim().to_owned()
     }
 
     /// Run `n`'s banner, once it is serving.
     async fn banner(&self, n: u32) -> String {
-        for _ in 0..600 {
-            if let Some(out) = self.file(format!("run-{n}.out"))
-                && out.lines().any(|l| l.trim_start().starts_with("note"))
-            {
-                return out;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "run {n} did not serve: {:?}",
-            self.file(format!("run-{n}.log"))
-        );
+        let serving = |t: &str| t.lines().any(|l| l.trim_start().starts_with("note"));
+        let what = || {
+            let log = self.file(format!("run-{n}.log"));
+            format!("run {n} did not serve: {log:?}")
+        };
+        self.until(
+            format!("run-{n}.out"),
+            serving,
+            Duration::from_secs(30),
+            what,
+        )
+        .await
     }
 
     /// Run `n`'s exit status, once it has exited.
     async fn exit(&self, n: u32) -> String {
-        for _ in 0..1200 {
-            if let Some(code) = self
-                .file(format!("run-{n}.exit"))
-                .filter(|c| c.ends_with('\n'))
-            {
-                return code.trim().to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("run {n} did not exit");
+        let line = |t: &str| t.ends_with('\n');
+        let code = self.until(
+            format!("run-{n}.exit"),
+            line,
+            Duration::from_secs(60),
+            || format!("run {n} did not exit"),
+        );
+        code.await.trim().to_owned()
     }
 
     fn terminate(pid: &str) {
@@ -151,12 +167,6 @@ impl Drop for Supervised {
         let _ = self.holder.kill();
         let _ = self.holder.wait();
     }
-}
-
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// The first connection starts run 1 (systemd starts a socket-activated

@@ -112,6 +112,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--server", default="postgres://postgres@127.0.0.1:5432")
     args = parser.parse_args()
+    args.binary = os.path.abspath(args.binary)
 
     dir = tempfile.mkdtemp(prefix="hookledger-cost-")
     database = "cost_" + uuid.uuid4().hex[:10]

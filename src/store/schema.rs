@@ -8,7 +8,7 @@
 
 use sqlx::migrate::Migrator;
 
-use super::{Store, StoreError, on_pool};
+use super::{Store, StoreError, on_pool, start_lock};
 
 /// Whether sqlx's table of applied migrations exists yet (a new database
 /// has none): the one statement that differs by backend.
@@ -113,6 +113,45 @@ impl SchemaState {
 }
 
 impl Store {
+    /// Applies the embedded migrations for this backend, so that several
+    /// instances may start at once: on PostgreSQL sqlx takes an advisory
+    /// lock; on SQLite it takes none (two instances would both create the
+    /// tables, and one fail), so an exclusive lock on a file next to the
+    /// database is held meanwhile ([`start_lock`]). A schema newer than
+    /// this binary (a newer release migrated it) is left as it is if every
+    /// newer migration allows older binaries (`schema`), and refused
+    /// otherwise. What it found, for the caller to say.
+    pub async fn migrate(&self) -> Result<SchemaState, StoreError> {
+        let _lock = match self {
+            Store::Sqlite(pool, ..) => start_lock(pool.connect_options().get_filename()).await?,
+            Store::Postgres(..) => None,
+        };
+        let state = self.schema_state().await?;
+        if let Some(refusal) = state.refusal() {
+            return Err(StoreError::Schema(refusal));
+        }
+        let mut migrator = self.migrator();
+        // Migrations applied that this binary does not know are the newer
+        // release's (checked just above).
+        migrator.set_ignore_missing(!state.newer.is_empty());
+        match self {
+            Store::Sqlite(pool, ..) => migrator.run(pool).await?,
+            Store::Postgres(pool, ..) => {
+                // statement_timeout bounds request traffic; a migration, or
+                // waiting for another instance's migration lock, may take
+                // longer. The connection is closed afterwards rather than
+                // returned to the pool with the setting changed.
+                let mut connection = pool.acquire().await?;
+                connection.close_on_drop();
+                sqlx::query("set statement_timeout = 0")
+                    .execute(&mut *connection)
+                    .await?;
+                migrator.run(&mut *connection).await?;
+            }
+        }
+        Ok(state)
+    }
+
     /// The embedded migrations of this backend.
     pub(super) fn migrator(&self) -> Migrator {
         match self {

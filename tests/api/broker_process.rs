@@ -1,10 +1,34 @@
 //! A third party's broker (tansu for Kafka, moto for SQS) as a child
 //! process on a port of its own, its output in a log file that a failing
-//! test prints; killed when dropped (also when a test panics).
+//! test prints; killed when dropped (also when a test panics). The port
+//! is held from when the test chooses it until the broker starts
+//! ([`HeldPort`]).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// A port on 127.0.0.1 for a broker that a test starts later: bound, but
+/// not listening (a connection to it is refused, as by a broker that is
+/// down), until the broker starts on it. A port only chosen free and let
+/// go could meanwhile be given to a test running beside, whose program
+/// then listens there: the broker started later fails to bind it, while
+/// the wait for the port finds the other program's (seen once in CI, the
+/// Kafka chaos test waiting 180 s for a topic on a broker gone with the
+/// other test).
+pub struct HeldPort {
+    socket: tokio::net::TcpSocket,
+    pub port: u16,
+}
+
+impl HeldPort {
+    pub fn new() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+        let port = socket.local_addr().unwrap().port();
+        HeldPort { socket, port }
+    }
+}
 
 pub struct BrokerProcess {
     child: Child,
@@ -21,9 +45,11 @@ impl Drop for BrokerProcess {
 }
 
 impl BrokerProcess {
-    /// Starts `program args...` (`{port}` in an argument is the port) and
-    /// waits until it accepts connections on 127.0.0.1:`port`.
-    pub async fn start(program: &str, args: &[&str], port: u16, env: &[(&str, &str)]) -> Self {
+    /// Starts `program args...` (`{port}` in an argument is the port,
+    /// let go just before) and waits until it accepts connections there.
+    pub async fn start(program: &str, args: &[&str], held: HeldPort, env: &[(&str, &str)]) -> Self {
+        let port = held.port;
+        drop(held.socket);
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("broker.log");
         let output = std::fs::File::create(&log).unwrap();
@@ -56,6 +82,9 @@ impl BrokerProcess {
                 broker.output()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if let Ok(Some(status)) = broker.child.try_wait() {
+            panic!("{program} ended ({status}): {}", broker.output());
         }
         broker
     }

@@ -14,9 +14,8 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use crate::broker_process::BrokerProcess;
+use crate::broker_process::{BrokerProcess, HeldPort};
 use crate::helpers::*;
-use crate::localstripe::free_port;
 use crate::outbox::{app_with, drained, first_failure};
 
 /// The tansu binary to test against, if one is named.
@@ -25,7 +24,7 @@ pub fn tansu(test: &str) -> Option<String> {
 }
 
 /// A tansu broker on `port`, keeping everything in memory.
-pub async fn start_tansu(program: &str, port: u16) -> BrokerProcess {
+pub async fn start_tansu(program: &str, port: HeldPort) -> BrokerProcess {
     BrokerProcess::start(
         program,
         &[
@@ -155,7 +154,7 @@ async fn postings_reach_the_topic_keyed_by_account_in_order(backend: Backend) {
     let Some(program) = tansu("postings_reach_the_topic_keyed_by_account_in_order") else {
         return;
     };
-    let broker = start_tansu(&program, free_port()).await;
+    let broker = start_tansu(&program, HeldPort::new()).await;
     let brokers = format!("127.0.0.1:{}", broker.port);
     let topic = format!("hltest-{}", crate::outbox_amqp::tag());
     create_topic(&brokers, &topic).await;
@@ -236,8 +235,8 @@ async fn messages_wait_for_a_broker_that_is_down(backend: Backend) {
     let Some(program) = tansu("messages_wait_for_a_broker_that_is_down") else {
         return;
     };
-    let port = free_port();
-    let brokers = format!("127.0.0.1:{port}");
+    let port = HeldPort::new();
+    let brokers = format!("127.0.0.1:{}", port.port);
     let topic = format!("hltest-{}", crate::outbox_amqp::tag());
     let app = app_with(
         backend,

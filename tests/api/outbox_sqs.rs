@@ -17,9 +17,8 @@ use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
 
-use crate::broker_process::BrokerProcess;
+use crate::broker_process::{BrokerProcess, HeldPort};
 use crate::helpers::{ADMIN_TOKEN, Backend, named_by_env};
-use crate::localstripe::free_port;
 use crate::outbox::{binary_config, drained_in, first_failure};
 use crate::outbox_chaos::post_credit;
 use crate::process::{Server, run_with_config};
@@ -39,7 +38,7 @@ pub const AWS_ENV: [(&str, &str); 3] = [
 
 pub const REGION: &str = "eu-west-1";
 
-pub async fn start_moto(program: &str, port: u16) -> BrokerProcess {
+pub async fn start_moto(program: &str, port: HeldPort) -> BrokerProcess {
     BrokerProcess::start(program, &["-H", "127.0.0.1", "-p", "{port}"], port, &[]).await
 }
 
@@ -172,7 +171,7 @@ async fn postings_reach_a_fifo_queue_once_each_in_order_per_account(backend: Bac
     let Some(program) = moto("postings_reach_a_fifo_queue_once_each_in_order_per_account") else {
         return;
     };
-    let broker = start_moto(&program, free_port()).await;
+    let broker = start_moto(&program, HeldPort::new()).await;
     let endpoint = format!("http://127.0.0.1:{}", broker.port);
     let mut queue =
         FifoQueue::create(&endpoint, &format!("hltest-{}", crate::outbox_amqp::tag())).await;
@@ -274,8 +273,8 @@ async fn messages_wait_for_sqs_that_is_down(backend: Backend) {
     let Some(program) = moto("messages_wait_for_sqs_that_is_down") else {
         return;
     };
-    let port = free_port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let port = HeldPort::new();
+    let endpoint = format!("http://127.0.0.1:{}", port.port);
     let name = format!("hltest-{}", crate::outbox_amqp::tag());
     // moto's queue URL for that name, before moto runs.
     let queue_url = format!("{endpoint}/123456789012/{name}.fifo");

@@ -8,9 +8,12 @@
 //! request; BENCHMARKS.md.)
 //!
 //! Closed loop by default; with a `Pace`, open loop: the i-th delivery is
-//! due i/rate seconds after the start, and its latency counts from then
-//! (tokio's timer wakes the sender up to a millisecond late: that
-//! millisecond is in the latency).
+//! due i/rate seconds after the start, and its latency counts from then.
+//! A thread of its own releases each delivery at its due time (the
+//! kernel's timer, some 60 µs late here), and the first free sender takes
+//! it: tokio's timer, which the senders slept on before, rounds every wake
+//! up to its next millisecond, which put 0.5-1 ms of the generator's own in
+//! every open-loop latency (BENCHMARKS, 2026-12-06).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 use super::measure::PhaseResult;
 use super::plan::Planned;
@@ -80,25 +84,33 @@ pub async fn drive(
         started,
         per_second,
     });
+    let released = pace.map(|pace| release(pace, planned.len(), deadline));
     let mut senders = Vec::with_capacity(connections);
     for _ in 0..connections {
         let (planned, requests, next) = (planned.clone(), requests.clone(), next.clone());
+        let released = released.clone();
         let address = target.address.to_owned();
         senders.push(tokio::spawn(async move {
             let mut connection = Connection::new(address);
             let mut seen = Seen::default();
             while Instant::now() < deadline {
-                let index = next.fetch_add(1, Ordering::Relaxed);
+                if let Some(released) = &released {
+                    let Ok(permit) = released.permits.acquire().await else {
+                        break;
+                    };
+                    permit.forget();
+                }
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if released
+                    .as_ref()
+                    .is_some_and(|released| index >= released.end.load(Ordering::SeqCst))
+                {
+                    break;
+                }
                 let Some(delivery) = planned.get(index) else {
                     break;
                 };
                 let due = pace.map(|pace| pace.due(index));
-                if let Some(due) = due {
-                    if due >= deadline {
-                        break;
-                    }
-                    tokio::time::sleep_until(due.into()).await;
-                }
                 send(&mut connection, &requests[index], delivery, &mut seen, due).await?;
                 if !delivery.duplicate {
                     seen.accepted.push(index);
@@ -121,6 +133,40 @@ pub async fn drive(
     result.elapsed = started.elapsed();
     result.answered = result.new_events + result.duplicates;
     Ok((result, accepted))
+}
+
+/// The open loop's schedule, released: a permit for each delivery at its
+/// due time.
+struct Released {
+    permits: Semaphore,
+    /// How many were released in all, once the schedule has ended (until
+    /// then `usize::MAX`); a sender given an index past it stops.
+    end: AtomicUsize,
+}
+
+/// Releases the deliveries of `pace`, one permit each at its due time,
+/// from a thread of its own, until `planned` are released or the next is
+/// due after `deadline`; then wakes every sender still waiting, to stop.
+/// Senders take permits in the order they asked (tokio's semaphore is
+/// fair), each then the next index; one released but not yet taken when
+/// the schedule ends is still sent.
+fn release(pace: Pace, planned: usize, deadline: Instant) -> Arc<Released> {
+    let released = Arc::new(Released {
+        permits: Semaphore::new(0),
+        end: AtomicUsize::new(usize::MAX),
+    });
+    let schedule = released.clone();
+    std::thread::spawn(move || {
+        let mut count = 0;
+        while count < planned && pace.due(count) < deadline {
+            std::thread::sleep(pace.due(count).saturating_duration_since(Instant::now()));
+            schedule.permits.add_permits(1);
+            count += 1;
+        }
+        schedule.end.store(count, Ordering::SeqCst);
+        schedule.permits.add_permits(Semaphore::MAX_PERMITS / 2);
+    });
+    released
 }
 
 /// The whole HTTP/1.1 request for one delivery.

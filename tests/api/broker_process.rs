@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 /// down), until the broker starts on it. A port only chosen free and let
 /// go could meanwhile be given to a test running beside, whose program
 /// then listens there: the broker started later fails to bind it, while
-/// the wait for the port finds the other program's (seen once in CI, the
-/// Kafka chaos test waiting 180 s for a topic on a broker gone with the
-/// other test).
+/// the wait for the port finds the other program's. (Found while chasing
+/// the Kafka chaos test's stall in CI on 2026-12-06, which happened once
+/// more with the port held: a race closed, not that stall's cause.)
 pub struct HeldPort {
     socket: tokio::net::TcpSocket,
     pub port: u16,

@@ -8,6 +8,7 @@ pub mod ceiling_group;
 mod check;
 mod checkpoint;
 mod error;
+mod fill;
 mod gaps;
 mod gauges;
 mod guards;
@@ -36,6 +37,7 @@ use sqlx::{PgPool, SqlitePool};
 pub use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage, Replication};
 pub use check::Violation;
 pub use error::StoreError;
+pub use fill::{FILL_SOURCES, FillShape};
 pub use outbox::{
     Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, Recorded,
     Replay, Tidied,

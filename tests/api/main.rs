@@ -136,6 +136,7 @@ mod shutdown;
 mod sign_in;
 mod socket_activation;
 mod stored;
+mod stored_fill;
 mod stored_property;
 mod stripe;
 mod sync_standby;

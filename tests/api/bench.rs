@@ -12,18 +12,13 @@ crate::both_backends!(
     a_relay_started_after_the_phases_drains_them,
     a_relay_apart_sends_while_the_phases_run,
     an_open_loop_sends_no_faster_than_its_rate,
+    a_stored_bench_fills_and_measures_each_size,
 );
 
 /// A one-second bench over 20 accounts with a destination, `extra` added;
-/// what it printed, once it has passed its own checks. On PostgreSQL in a
-/// database of its own: in the server's shared one, the bench's tables
-/// (and migrations) would outlive the run and meet the next, whatever
-/// build that is.
+/// what it printed, once it has passed its own checks.
 async fn short_bench(backend: &Backend, events: &str, extra: &[&str]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = hookledger(dir.path());
-    command.args([
-        "bench",
+    let mut args = vec![
         "--seconds",
         "1",
         "--events",
@@ -33,8 +28,19 @@ async fn short_bench(backend: &Backend, events: &str, extra: &[&str]) -> String 
         "--accounts",
         "20",
         "--outbox",
-    ]);
-    command.args(extra);
+    ];
+    args.extend_from_slice(extra);
+    bench_with(backend, &args).await
+}
+
+/// `hookledger bench` with `args`; what it printed, once it has passed its
+/// own checks. On PostgreSQL in a database of its own: in the server's
+/// shared one, the bench's tables (and migrations) would outlive the run
+/// and meet the next, whatever build that is.
+async fn bench_with(backend: &Backend, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = hookledger(dir.path());
+    command.arg("bench").args(args);
     let database = match backend {
         Backend::Postgres(url) => Some(TestDatabase::create(url).await),
         Backend::Sqlite => None,
@@ -192,5 +198,64 @@ async fn an_open_loop_sends_no_faster_than_its_rate(backend: Backend) {
     let row = row.unwrap_or_else(|| panic!("no http new row:\n{stdout}"));
     let rate: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert!(rate > 0.0 && rate <= 41.0, "{row}");
+    assert!(stdout.contains("correct: 20 balances"), "{stdout}");
+}
+
+/// `--stored`: the HTTP phase runs at each size, the database filled
+/// between them; each fill says what it wrote and what the database
+/// weighs, each size's reads are timed, and the ledger check passes on the
+/// filled rows (the run fails otherwise).
+async fn a_stored_bench_fills_and_measures_each_size(backend: Backend) {
+    let args = [
+        "--seconds",
+        "1",
+        "--events",
+        "200",
+        "--connections",
+        "4",
+        "--accounts",
+        "20",
+        "--only-new",
+        "--stored",
+        "0,3000",
+        "--stored-accounts",
+        "30",
+    ];
+    let stdout = bench_with(&backend, &args).await;
+    for row in ["http new @0 ", "http new @3k "] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no {row}row:\n{stdout}"
+        );
+    }
+    let filled = stdout.lines().find(|l| l.starts_with("stored 3k: "));
+    let filled = filled.unwrap_or_else(|| panic!("no fill line:\n{stdout}"));
+    assert!(filled.contains("3000 postings filled"), "{filled}");
+    assert!(filled.contains("MB per million postings"), "{filled}");
+    for size in ["@0 ", "@3k "] {
+        for read in [
+            "search newest",
+            "account page",
+            "held queue",
+            "retention batch",
+        ] {
+            let line = format!("read {size}");
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with(&line) && l.contains(read)),
+                "no {read} at {size}:\n{stdout}"
+            );
+        }
+    }
+    // The held refund every 1000th posting: three at 3k, none at 0.
+    let held = |size: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("read {size}")) && l.contains("held queue"));
+        line.and_then(|l| l.rsplit(' ').next()).map(str::to_owned)
+    };
+    assert_eq!(held("@0 ").as_deref(), Some("0"), "{stdout}");
+    assert_eq!(held("@3k ").as_deref(), Some("3"), "{stdout}");
     assert!(stdout.contains("correct: 20 balances"), "{stdout}");
 }

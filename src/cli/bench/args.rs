@@ -84,4 +84,18 @@ pub struct BenchArgs {
     /// always this binary's own.
     #[arg(long)]
     pub server_binary: Option<std::path::PathBuf>,
+    /// Start from a database that already holds this many postings, with
+    /// their entries, balances, guards, delivered messages, ignored and
+    /// held events (the shape is in `store/fill.rs`), filled set-based
+    /// before the server starts, and time the admin's reads, the ledger
+    /// check and retention at that size. A list (`0,1000000,10000000`)
+    /// runs the HTTP phases at each size in turn, filling between them. A
+    /// database filled before (a PostgreSQL one, or `--database` naming an
+    /// SQLite file) is filled on from where it stands.
+    #[arg(long, value_delimiter = ',', conflicts_with = "outbox")]
+    pub stored: Vec<u64>,
+    /// With `--stored`: the accounts the stored postings spread over
+    /// (`acct_0` takes every hundredth; the rest go round the others).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(2..))]
+    pub stored_accounts: u64,
 }

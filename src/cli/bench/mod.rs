@@ -18,6 +18,7 @@ mod phases;
 mod plan;
 mod server;
 mod sink;
+mod stored;
 mod verify;
 
 pub use args::BenchArgs;
@@ -117,16 +118,38 @@ async fn bench(
             .numbering(args.numbered),
         rng: Rng::new(seed),
         rows: Vec::new(),
+        suffix: String::new(),
     };
     let server_binary = args.server_binary.as_deref();
     let no_relay = args.relay_later || args.relay_apart;
+    stored::check_sizes(&args.stored)?;
+    // Each stored size but the last: filled, then the HTTP phases against
+    // a server of its own. The last is filled before the run goes on as
+    // without `--stored`.
+    let mut printed = false;
+    if let Some((last, earlier)) = args.stored.split_last() {
+        for &postings in earlier {
+            phases.suffix = fill_and_time(&config, postings, args.stored_accounts).await?;
+            let mut server =
+                server::Server::start(config_path, &config.listen, server_binary, no_relay).await?;
+            if !printed {
+                print_header(args, seed, &server);
+                printed = true;
+            }
+            phases.http(&config.listen, &server).await?;
+            server.stop().await;
+        }
+        phases.suffix = fill_and_time(&config, *last, args.stored_accounts).await?;
+    }
     let mut server =
         server::Server::start(config_path, &config.listen, server_binary, no_relay).await?;
     let relay_apart = match args.relay_apart {
         true => Some(server::Server::start_relay(config_path, server_binary)?),
         false => None,
     };
-    print_header(args, seed, &server);
+    if !printed {
+        print_header(args, seed, &server);
+    }
     let started = Instant::now();
     phases.http(&config.listen, &server).await?;
     if args.outbox {
@@ -150,6 +173,30 @@ async fn bench(
     let verdict = verify::verify(&store, &phases.ledger, &phases.rows).await;
     store.close().await;
     verdict
+}
+
+/// With the server stopped: the database filled to `postings`, then the
+/// operator's reads timed at that size; the suffix of the rows measured
+/// there (` @10M`).
+async fn fill_and_time(
+    config: &config::Config,
+    postings: u64,
+    accounts: u64,
+) -> Result<String, String> {
+    // The fill's statements and the ledger check at 10 million run for
+    // longer than a delivery's statement timeout allows.
+    let mut settings = config.database.clone();
+    settings.statement_timeout = std::time::Duration::from_secs(3_600);
+    let store = crate::store::Store::connect(&config.database_url, &settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    store.migrate().await.map_err(|e| e.to_string())?;
+    let outcome = match stored::fill_to(&store, postings, accounts).await {
+        Ok(()) => stored::time_reads(&store, postings).await,
+        Err(e) => Err(e),
+    };
+    store.close().await;
+    outcome.map(|()| format!(" @{}", stored::label(postings)))
 }
 
 /// The run's settings, the database's banner line and the table's head.

@@ -26,6 +26,8 @@ pub struct Phases<'a> {
     pub ledger: Ledger,
     pub rng: Rng,
     pub rows: Vec<PhaseResult>,
+    /// After each HTTP row's name: the stored size it ran at (` @10M`).
+    pub suffix: String,
 }
 
 impl Phases<'_> {
@@ -61,7 +63,8 @@ impl Phases<'_> {
                 .zip(measure::process_cpu(std::process::id()))
                 .map(|(before, after)| after.saturating_sub(before));
             result.server_rss_kb = measure::process_rss_kb(server.pid());
-            self.keep(result, format!("http {name}"), &planned, &accepted);
+            let label = format!("http {name}{}", self.suffix);
+            self.keep(result, label, &planned, &accepted);
         }
         Ok(())
     }

@@ -28,8 +28,13 @@ use chrono::{DateTime, Utc};
 use super::write::on_tx;
 use super::{Store, StoreError, on_pool};
 
-/// The fill's four sources, whose rows it counts and finishes.
-pub const FILL_SOURCES: [&str; 4] = ["stripe", "paddle", "adyen", "shopify"];
+/// The fill's four sources (`numbered!` names them by `k % 4`), whose
+/// rows it counts and finishes.
+macro_rules! fill_sources {
+    () => {
+        "('stripe', 'paddle', 'adyen', 'shopify')"
+    };
+}
 
 /// A batch's postings, numbered k in [$1, $2), with the numbers every row
 /// is derived from: account a, its j-th posting, receipt second t, and
@@ -164,30 +169,40 @@ order by entry_id";
 /// Each (source, account)'s guard: the highest sequence applied, as the
 /// postings would have left it. Whole, so that running it again changes
 /// nothing (`where true`: SQLite's upsert after a select needs a where).
-const FINISH_GUARDS: &str = "
+const FINISH_GUARDS: &str = concat!(
+    "
 insert into sequence_guards (source, account_id, last_sequence, updated_at)
 select source, account_id, max(event_sequence), max(last_received_at) from intents
-where status = 'applied' and source in ('stripe', 'paddle', 'adyen', 'shopify')
+where status = 'applied' and source in ",
+    fill_sources!(),
+    "
 group by source, account_id
 on conflict (source, account_id) do update
-    set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at";
+    set last_sequence = excluded.last_sequence, updated_at = excluded.updated_at"
+);
 
 /// Each (account, currency)'s balance and number of postings, from its
 /// entries (`cast`: PostgreSQL's sum of bigint is numeric).
-const FINISH_BALANCES: &str = "
+const FINISH_BALANCES: &str = concat!(
+    "
 insert into balances (account_id, currency, balance_minor, updated_at, postings)
 select account_id, currency, cast(sum(amount_minor) as bigint), max(created_at), count(*)
 from ledger_entries
-where source in ('stripe', 'paddle', 'adyen', 'shopify')
+where source in ",
+    fill_sources!(),
+    "
 group by account_id, currency
 on conflict (account_id, currency) do update
     set balance_minor = excluded.balance_minor, postings = excluded.postings,
-        updated_at = excluded.updated_at";
+        updated_at = excluded.updated_at"
+);
 
 /// The fill's postings already stored: a batch commits whole, so this is
 /// the next k.
-const FILLED_POSTINGS: &str = "
-select count(*) from ledger_entries where source in ('stripe', 'paddle', 'adyen', 'shopify')";
+const FILLED_POSTINGS: &str = concat!(
+    "select count(*) from ledger_entries where source in ",
+    fill_sources!()
+);
 
 /// What to fill: how many postings, over how many accounts, the time they
 /// spread over and what retention keeps.

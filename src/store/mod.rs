@@ -37,7 +37,7 @@ use sqlx::{PgPool, SqlitePool};
 pub use crate::domain::{HELD_STATUSES, HeldCount, OutboxStats, PoolUsage, Replication};
 pub use check::Violation;
 pub use error::StoreError;
-pub use fill::{FILL_SOURCES, FillShape};
+pub use fill::FillShape;
 pub use outbox::{
     Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, Recorded,
     Replay, Tidied,

@@ -156,14 +156,14 @@ pub struct EventFilter {
 /// planned for what it filters on: one fixed `$n is null or ...` statement
 /// would get a single generic plan on PostgreSQL that serves no filter well.
 fn list_events_sql(filter: &EventFilter) -> String {
-    let (with, event_id) = match filter.source {
-        Some(_) => ("", "event_id = "),
-        None => (
+    let by_id_alone = filter.event_id.is_some() && filter.source.is_none();
+    let (with, event_id) = match by_id_alone {
+        true => (
             STORED_SOURCES,
             "source in (select source from stored_sources) and event_id = ",
         ),
+        false => ("", "event_id = "),
     };
-    let with = if filter.event_id.is_some() { with } else { "" };
     let present = [
         ("source = ", filter.source.is_some()),
         ("status = ", filter.status.is_some()),

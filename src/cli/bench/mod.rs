@@ -126,15 +126,13 @@ async fn bench(
     // Each stored size but the last: filled, then the HTTP phases against
     // a server of its own. The last is filled before the run goes on as
     // without `--stored`.
-    let mut printed = false;
     if let Some((last, earlier)) = args.stored.split_last() {
-        for &postings in earlier {
+        for (nth, &postings) in earlier.iter().enumerate() {
             phases.suffix = fill_and_time(&config, postings, args.stored_accounts).await?;
             let mut server =
                 server::Server::start(config_path, &config.listen, server_binary, no_relay).await?;
-            if !printed {
+            if nth == 0 {
                 print_header(args, seed, &server);
-                printed = true;
             }
             phases.http(&config.listen, &server).await?;
             server.stop().await;
@@ -147,7 +145,8 @@ async fn bench(
         true => Some(server::Server::start_relay(config_path, server_binary)?),
         false => None,
     };
-    if !printed {
+    // Printed above when an earlier stored size ran first.
+    if args.stored.len() < 2 {
         print_header(args, seed, &server);
     }
     let started = Instant::now();

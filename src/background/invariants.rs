@@ -1,4 +1,5 @@
-//! The ledger invariant check, run every [`INTERVAL`] (and at start-up); its
+//! The ledger invariant check, run at start-up and then every [`INTERVAL`]
+//! (longer after a long check: [`PAUSE_PER_CHECK`]); its
 //! latest result is kept in the app state's
 //! [`InvariantWatch`](crate::ledger_check::InvariantWatch).
 
@@ -14,9 +15,22 @@ use crate::ledger_check::LastCheck;
 /// notice a fault within minutes, rarely enough to cost nothing.
 pub const INTERVAL: Duration = Duration::from_secs(600);
 
+/// The pause after a check is at least this many times what it took, so
+/// that the check never holds a database connection more than 1% of the
+/// time, however large the ledger. It took 7 s at a million stored
+/// events on PostgreSQL (BENCHMARKS.md, 2026-12-06): the pause stays
+/// [`INTERVAL`] up to a few million events and grows past them.
+const PAUSE_PER_CHECK: u32 = 99;
+
+/// How long to wait after a check that took `took`.
+fn pause_after(took: Duration) -> Duration {
+    INTERVAL.max(took.saturating_mul(PAUSE_PER_CHECK))
+}
+
 pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
+            let started = std::time::Instant::now();
             let outcome = context
                 .store
                 .check_invariants()
@@ -36,7 +50,22 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 at: context.clock.now(),
                 outcome,
             });
-            tokio::time::sleep(INTERVAL).await;
+            tokio::time::sleep(pause_after(started.elapsed())).await;
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_check_waits_longer_before_the_next() {
+        assert_eq!(pause_after(Duration::from_secs(1)), INTERVAL);
+        assert_eq!(pause_after(Duration::from_secs(6)), INTERVAL);
+        assert_eq!(
+            pause_after(Duration::from_secs(70)),
+            Duration::from_secs(6_930)
+        );
+    }
 }

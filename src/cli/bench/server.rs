@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 /// How long the server may take to open (and migrate) its database.
 const START_WAIT: Duration = Duration::from_secs(60);
 
+/// How long the server's start-up ledger check may take: it reads the
+/// whole ledger, about a minute at 10 million stored events.
+const CHECK_WAIT: Duration = Duration::from_secs(1_800);
+
 /// Writes the bench's config: one `bench` source, the given database and
 /// pool size, a free local port, the defaults for everything else; with
 /// `sink` (a name and a URL), an `http` destination there for every
@@ -93,6 +97,7 @@ impl Server {
             if let Ok(answer) = client.get(&ready).send().await
                 && answer.status().is_success()
             {
+                server.wait_for_first_check(listen, &client).await?;
                 return Ok(server);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -101,6 +106,42 @@ impl Server {
         Err(format!(
             "the server was not ready within 60 s:\n{}",
             server.log_text()
+        ))
+    }
+
+    /// Waits until the server's start-up ledger check is done (its age is
+    /// in `/metrics`), so that no phase measures deliveries beside a
+    /// whole-ledger read; then says on stderr how long that took.
+    async fn wait_for_first_check(
+        &mut self,
+        listen: &str,
+        client: &reqwest::Client,
+    ) -> Result<(), String> {
+        let metrics = format!("http://{listen}/metrics");
+        let started = Instant::now();
+        while started.elapsed() < CHECK_WAIT {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "the server exited ({status}):\n{}",
+                    self.log_text()
+                ));
+            }
+            if let Ok(answer) = client.get(&metrics).send().await
+                && let Ok(text) = answer.text().await
+                && text.contains("hookledger_invariant_check_age_seconds")
+            {
+                eprintln!(
+                    "the server's start-up ledger check was done {:.1} s after /readyz",
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        self.child.kill().ok();
+        Err(format!(
+            "the server's start-up ledger check did not end within {} s",
+            CHECK_WAIT.as_secs()
         ))
     }
 

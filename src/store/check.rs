@@ -94,6 +94,13 @@ order by i.intent_id";
 /// After an operator's guard reset, the events applied before it no longer
 /// count and the reset's value does. Accounts whose only events are parked
 /// have a guard and nothing applied; they are not compared.
+///
+/// The applied intents of accounts never reset are read in one pass,
+/// without their entries (10.3 million at 10 million stored events: 7.6 s
+/// on PostgreSQL, where a probe of the resets and the entries per intent,
+/// then a sort, took 21.7 s); those of reset accounts (rare: an operator's
+/// action) are found by account, each with its entry, and count only if
+/// made after the account's last reset.
 const GUARD_MISMATCHES: &str = "
 select a.source, a.account_id, g.last_sequence, a.highest
 from (
@@ -101,11 +108,16 @@ from (
     from (
         select i.source, i.account_id, i.event_sequence as passed
         from intents i where i.status = 'applied'
-            and not exists (
-                select 1 from guard_resets r
-                join ledger_entries l on l.intent_id = i.intent_id
-                where r.source = i.source and r.account_id = i.account_id
-                    and l.entry_id <= r.after_entry_id)
+            and not exists (select 1 from guard_resets r
+                where r.source = i.source and r.account_id = i.account_id)
+        union all
+        select i.source, i.account_id, i.event_sequence as passed
+        from (select source, account_id, max(after_entry_id) as after_entry_id
+            from guard_resets group by source, account_id) as r
+        join intents i on i.source = r.source and i.account_id = r.account_id
+        left join ledger_entries l on l.intent_id = i.intent_id
+        where i.status = 'applied'
+            and (l.entry_id is null or l.entry_id > r.after_entry_id)
         union all
         select source, account_id, last_skipped as passed from sequence_skips
         union all

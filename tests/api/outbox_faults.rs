@@ -56,18 +56,18 @@ async fn failures_and_timeouts_are_retried_until_acknowledged(backend: Backend) 
 }
 
 async fn a_refused_connection_is_retried_until_the_receiver_is_up(backend: Backend) {
-    // A port nothing listens on, until the receiver starts on it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on, until the receiver starts on it: held
+    // (bound, not listening) so that no test running beside is given it
+    // meanwhile (one was, and answered this test's messages 404).
+    let held = crate::broker_process::HeldPort::new();
+    let port = held.port;
     let url = format!("http://127.0.0.1:{port}/hooks");
     let app = app_sending_to(backend, &url, "").await;
     app.send_ok(&credit("evt_1", "cus_1", 100)).await;
     let failed = wait_for(&app, |m| m.attempts >= 2).await;
     let error = failed.last_error.clone().unwrap_or_default();
     assert!(error.contains("connect"), "{error}");
+    drop(held);
     let receiver = Receiver::start_on(port, Answer::Status(200)).await;
     let messages = drained(&app, "flaky", Duration::from_secs(30)).await;
     assert_eq!(messages[0].state, "delivered");

@@ -3,7 +3,7 @@
 //! caps a file at a few thousand deliveries per second whatever the CPU.
 //! PostgreSQL spends most of a one-event transaction's CPU on the
 //! statements and the commit themselves, not on the rows. So on both,
-//! deliveries queue for one writer task per process, which takes every
+//! deliveries queue for their process's writers; one takes every
 //! delivery waiting (up to [`GROUP_MAX`]), runs them one after another in
 //! one transaction, commits once, and only then answers each with its own
 //! outcome. A delivery whose statement fails (a database error; a refused
@@ -24,7 +24,9 @@
 //! (a client gone, a shutdown's deadline) may be committed and unanswered:
 //! its redelivery is then a duplicate with no second effect.
 //!
-//! The writer runs one group at a time, each in a task of its own.
+//! A writer runs one group at a time, each in a task of its own: on
+//! SQLite one writer, on PostgreSQL [`PG_WRITERS`] taking turns at the
+//! queue, so that a delivery arriving while a group commits starts at once.
 //! Failures, and who they fail:
 //! - a delivery's own error that is not transient (a constraint, a bug):
 //!   that delivery is answered with it, and the others run again together
@@ -70,6 +72,19 @@ use super::{Outcome, RawDelivery, run};
 use crate::domain::{NormalisedEvent, Origin};
 use crate::source::Source;
 use crate::store::{Store, StoreError, WriteTx};
+
+/// PostgreSQL: groups committing at once. With one, a delivery arriving
+/// while a group commits waits for that commit before its own group
+/// starts; with two, the second writer takes it at once. Measured on this
+/// machine (BENCHMARKS.md, 2026-12-06, third session), one / two / four /
+/// eight writers: at saturation 7,365-7,387 / 7,850-7,859 / 6,751-6,892 /
+/// 5,595-6,346 new events/s; at 1,000/s open loop, p95 3.0-5.2 / 1.6-2.7
+/// / 1.7-3.8 / 2.4-9.3 ms. Groups that share an account, a payment or an
+/// event take their write keys in one order (`store::WriteKeys`), so two
+/// writers of one process wait for each other as two instances do; which
+/// of two deliveries in flight at once is decided first was never
+/// promised (two instances behind a balancer decide them in either order).
+const PG_WRITERS: usize = 2;
 
 /// Deliveries committed together at most; bounds one transaction's work
 /// (and so how long an operator action may wait for its turn).
@@ -148,11 +163,23 @@ impl Job {
     }
 }
 
-/// Starts the writer; it ends when every sender is dropped.
+/// Starts the writers; they end when every sender is dropped.
 pub(super) fn spawn(store: &Store) -> mpsc::Sender<Job> {
     let (jobs, queue) = mpsc::channel(QUEUE);
-    tokio::spawn(write_groups(store.clone(), queue));
+    let queue = Arc::new(tokio::sync::Mutex::new(queue));
+    for _ in 0..writers(store) {
+        tokio::spawn(write_groups(store.clone(), queue.clone()));
+    }
     jobs
+}
+
+/// How many groups commit at once. SQLite: one, its one write lock is
+/// taken by every group anyway. PostgreSQL: [`PG_WRITERS`].
+fn writers(store: &Store) -> usize {
+    match store {
+        Store::Sqlite(..) => 1,
+        Store::Postgres(..) => PG_WRITERS,
+    }
 }
 
 /// Through SQLite's writer, in the next group.
@@ -173,9 +200,16 @@ fn gone() -> StoreError {
     StoreError::Unavailable(sqlx::Error::PoolClosed)
 }
 
-async fn write_groups(store: Store, mut queue: mpsc::Receiver<Job>) {
+/// One writer: takes every delivery queued (up to [`GROUP_MAX`]) once the
+/// queue is its turn, commits them, answers them, again. While it commits,
+/// the next writer waits at the queue and takes what arrives meanwhile.
+async fn write_groups(store: Store, queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>) {
     let mut group = Vec::with_capacity(GROUP_MAX);
-    while queue.recv_many(&mut group, GROUP_MAX).await > 0 {
+    loop {
+        let taken = queue.lock().await.recv_many(&mut group, GROUP_MAX).await;
+        if taken == 0 {
+            break;
+        }
         let (works, replies): (Vec<Work>, Vec<_>) = group
             .drain(..)
             .map(Job::into_parts)

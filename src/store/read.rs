@@ -44,11 +44,24 @@ const HELD_EVENTS: &str = concat!(
 );
 
 /// Everything a person may resolve, oldest first: stale, rejected, and
-/// waiting (which only a dismiss or a skipped gap resolves).
+/// waiting (which only a dismiss or a skipped gap resolves). The oldest of
+/// each status first, each an ordered walk of `intents_by_status` that
+/// stops at the limit, then the oldest of those: a read of all three
+/// statuses sorted by id read every held event (73 ms on PostgreSQL with
+/// 10,000 held, BENCHMARKS.md 2026-12-06).
 const HELD_QUEUE: &str = concat!(
     "select ",
     event_columns!(),
-    " from intents where status in ('stale', 'rejected', 'waiting') order by intent_id limit $1"
+    " from intents where intent_id in (
+    select intent_id from (select intent_id from intents where status = 'stale'
+        order by intent_id limit $1) as s
+    union all
+    select intent_id from (select intent_id from intents where status = 'rejected'
+        order by intent_id limit $1) as r
+    union all
+    select intent_id from (select intent_id from intents where status = 'waiting'
+        order by intent_id limit $1) as w
+) order by intent_id limit $1"
 );
 
 /// With, for a `duplicate_effect`, the event that credited its payment.

@@ -231,6 +231,124 @@ pub enum Violation {
     },
 }
 
+/// What each of the check's statements found, as their rows.
+struct Found {
+    mismatches: Vec<(String, String, i64, i64)>,
+    chains: Vec<(String, String, i64, i64, i64)>,
+    orphans: Vec<(String, String)>,
+    unposted: Vec<(String, String)>,
+    duplicates: Vec<(String, String)>,
+    stuck: Vec<(String, String, String, i64, DateTime<Utc>)>,
+    guards: Vec<(String, String, Option<i64>, i64)>,
+    payments: Vec<(String, String, i64, i64, i64, i64)>,
+}
+
+/// Runs every statement of the check on `$conn` (a connection or a
+/// transaction of either backend), one after another.
+macro_rules! find_all {
+    ($conn:expr) => {
+        Found {
+            mismatches: sqlx::query_as(BALANCE_MISMATCHES)
+                .fetch_all(&mut *$conn)
+                .await?,
+            chains: sqlx::query_as(BROKEN_CHAINS).fetch_all(&mut *$conn).await?,
+            orphans: sqlx::query_as(ORPHAN_ENTRIES)
+                .fetch_all(&mut *$conn)
+                .await?,
+            unposted: sqlx::query_as(UNPOSTED_INTENTS)
+                .fetch_all(&mut *$conn)
+                .await?,
+            duplicates: sqlx::query_as(DUPLICATE_KEYS)
+                .fetch_all(&mut *$conn)
+                .await?,
+            stuck: sqlx::query_as(STUCK_RELEASES)
+                .fetch_all(&mut *$conn)
+                .await?,
+            guards: sqlx::query_as(GUARD_MISMATCHES)
+                .fetch_all(&mut *$conn)
+                .await?,
+            payments: sqlx::query_as(PAYMENT_MISMATCHES)
+                .fetch_all(&mut *$conn)
+                .await?,
+        }
+    };
+}
+
+impl Found {
+    /// The rows as violations, in the order of [`Found`]'s fields.
+    fn into_violations(self) -> Vec<Violation> {
+        let mismatches = self.mismatches.into_iter().map(
+            |(account_id, currency, balance_minor, ledger_minor)| Violation::BalanceMismatch {
+                account_id,
+                currency,
+                balance_minor,
+                ledger_minor,
+            },
+        );
+        let chains = self.chains.into_iter().map(
+            |(account_id, currency, entry_id, balance_after_minor, running_minor)| {
+                Violation::BrokenChain {
+                    account_id,
+                    currency,
+                    entry_id,
+                    balance_after_minor,
+                    running_minor,
+                }
+            },
+        );
+        let orphans = self
+            .orphans
+            .into_iter()
+            .map(|(source, event_id)| Violation::EntryWithoutAppliedIntent { source, event_id });
+        let unposted = self
+            .unposted
+            .into_iter()
+            .map(|(source, event_id)| Violation::AppliedIntentWithoutEntry { source, event_id });
+        let duplicates = self
+            .duplicates
+            .into_iter()
+            .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
+        let stuck = self.stuck.into_iter().map(
+            |(source, account_id, event_id, sequence, guard_updated_at)| Violation::StuckRelease {
+                source,
+                account_id,
+                event_id,
+                sequence,
+                guard_updated_at,
+            },
+        );
+        let guards = self.guards.into_iter().map(
+            |(source, account_id, guard, highest_applied_or_skipped)| Violation::GuardMismatch {
+                source,
+                account_id,
+                guard,
+                highest_applied_or_skipped,
+            },
+        );
+        let payments = self.payments.into_iter().map(
+            |(scope, payment_ref, credited, reversed, ledger_credited, ledger_reversed)| {
+                Violation::PaymentMismatch {
+                    scope,
+                    payment_ref,
+                    credited_minor: credited,
+                    reversed_minor: reversed,
+                    ledger_credited_minor: ledger_credited,
+                    ledger_reversed_minor: ledger_reversed,
+                }
+            },
+        );
+        mismatches
+            .chain(chains)
+            .chain(orphans)
+            .chain(unposted)
+            .chain(duplicates)
+            .chain(stuck)
+            .chain(guards)
+            .chain(payments)
+            .collect()
+    }
+}
+
 impl Store {
     /// Checks that balance = sum of ledger for every (account, currency), that
     /// each entry's balance after is the running sum in entry order, that
@@ -249,126 +367,20 @@ impl Store {
         // its own snapshot and none holds one for the whole check. SQLite
         // bounds no statement; a transaction there would hold one
         // snapshot, and the log behind it, for the whole check.
-        macro_rules! read_all {
-            ($conn:expr) => {{
-                let mismatches: Vec<(String, String, i64, i64)> =
-                    sqlx::query_as(BALANCE_MISMATCHES)
-                        .fetch_all(&mut *$conn)
-                        .await?;
-                let orphans: Vec<(String, String)> = sqlx::query_as(ORPHAN_ENTRIES)
-                    .fetch_all(&mut *$conn)
-                    .await?;
-                let duplicates: Vec<(String, String)> = sqlx::query_as(DUPLICATE_KEYS)
-                    .fetch_all(&mut *$conn)
-                    .await?;
-                let unposted: Vec<(String, String)> = sqlx::query_as(UNPOSTED_INTENTS)
-                    .fetch_all(&mut *$conn)
-                    .await?;
-                let stuck: Vec<(String, String, String, i64, DateTime<Utc>)> =
-                    sqlx::query_as(STUCK_RELEASES)
-                        .fetch_all(&mut *$conn)
-                        .await?;
-                let guards: Vec<(String, String, Option<i64>, i64)> =
-                    sqlx::query_as(GUARD_MISMATCHES)
-                        .fetch_all(&mut *$conn)
-                        .await?;
-                let payments: Vec<(String, String, i64, i64, i64, i64)> =
-                    sqlx::query_as(PAYMENT_MISMATCHES)
-                        .fetch_all(&mut *$conn)
-                        .await?;
-                let chains: Vec<(String, String, i64, i64, i64)> =
-                    sqlx::query_as(BROKEN_CHAINS).fetch_all(&mut *$conn).await?;
-                (
-                    mismatches, orphans, duplicates, unposted, stuck, guards, payments, chains,
-                )
-            }};
-        }
-        let (mismatches, orphans, duplicates, unposted, stuck, guards, payments, chains) =
-            match self {
-                Store::Sqlite(pool, ..) => {
-                    let mut conn = pool.acquire().await?;
-                    read_all!(conn)
-                }
-                Store::Postgres(pool, ..) => {
-                    let mut tx = pool.begin().await?;
-                    sqlx::raw_sql(CHECK_BOUND).execute(&mut *tx).await?;
-                    let rows = read_all!(tx);
-                    tx.commit().await?;
-                    rows
-                }
-            };
-        let chains = chains.into_iter().map(
-            |(account_id, currency, entry_id, balance_after_minor, running_minor)| {
-                Violation::BrokenChain {
-                    account_id,
-                    currency,
-                    entry_id,
-                    balance_after_minor,
-                    running_minor,
-                }
-            },
-        );
-        let payments = payments.into_iter().map(
-            |(scope, payment_ref, credited, reversed, ledger_credited, ledger_reversed)| {
-                Violation::PaymentMismatch {
-                    scope,
-                    payment_ref,
-                    credited_minor: credited,
-                    reversed_minor: reversed,
-                    ledger_credited_minor: ledger_credited,
-                    ledger_reversed_minor: ledger_reversed,
-                }
-            },
-        );
-        let mismatches =
-            mismatches
-                .into_iter()
-                .map(|(account_id, currency, balance_minor, ledger_minor)| {
-                    Violation::BalanceMismatch {
-                        account_id,
-                        currency,
-                        balance_minor,
-                        ledger_minor,
-                    }
-                });
-        let orphans = orphans
-            .into_iter()
-            .map(|(source, event_id)| Violation::EntryWithoutAppliedIntent { source, event_id });
-        let unposted = unposted
-            .into_iter()
-            .map(|(source, event_id)| Violation::AppliedIntentWithoutEntry { source, event_id });
-        let duplicates = duplicates
-            .into_iter()
-            .map(|(source, event_id)| Violation::DuplicateKey { source, event_id });
-        let stuck = stuck.into_iter().map(
-            |(source, account_id, event_id, sequence, guard_updated_at)| Violation::StuckRelease {
-                source,
-                account_id,
-                event_id,
-                sequence,
-                guard_updated_at,
-            },
-        );
-        let guards =
-            guards
-                .into_iter()
-                .map(|(source, account_id, guard, highest_applied_or_skipped)| {
-                    Violation::GuardMismatch {
-                        source,
-                        account_id,
-                        guard,
-                        highest_applied_or_skipped,
-                    }
-                });
-        Ok(mismatches
-            .chain(chains)
-            .chain(orphans)
-            .chain(unposted)
-            .chain(duplicates)
-            .chain(stuck)
-            .chain(guards)
-            .chain(payments)
-            .collect())
+        let found = match self {
+            Store::Sqlite(pool, ..) => {
+                let mut conn = pool.acquire().await?;
+                find_all!(conn)
+            }
+            Store::Postgres(pool, ..) => {
+                let mut tx = pool.begin().await?;
+                sqlx::raw_sql(CHECK_BOUND).execute(&mut *tx).await?;
+                let found = find_all!(tx);
+                tx.commit().await?;
+                found
+            }
+        };
+        Ok(found.into_violations())
     }
 }
 

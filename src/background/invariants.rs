@@ -17,9 +17,10 @@ pub const INTERVAL: Duration = Duration::from_secs(600);
 
 /// The pause after a check is at least this many times what it took, so
 /// that the check never holds a database connection more than 1% of the
-/// time, however large the ledger. It took 7 s at a million stored
-/// events on PostgreSQL (BENCHMARKS.md, 2026-12-06): the pause stays
-/// [`INTERVAL`] up to a few million events and grows past them.
+/// time, however large the ledger. It took 3 s at a million stored
+/// events on PostgreSQL and 36 s at ten million (BENCHMARKS.md,
+/// 2026-12-06): the pause stays [`INTERVAL`] up to a few million events
+/// and is about an hour at ten million.
 const PAUSE_PER_CHECK: u32 = 99;
 
 /// How long to wait after a check that took `took`.

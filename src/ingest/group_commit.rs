@@ -182,7 +182,7 @@ fn writers(store: &Store) -> usize {
     }
 }
 
-/// Through SQLite's writer, in the next group.
+/// Through a writer, in the next group.
 pub(super) async fn submit(
     jobs: &mpsc::Sender<Job>,
     source: &Arc<Source>,

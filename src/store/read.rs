@@ -36,33 +36,42 @@ const STORED_SOURCES: &str = "with recursive stored_sources(source) as (
     from stored_sources where stored_sources.source is not null
 ) ";
 
+/// The oldest events (up to `$1`) whose status is one of those named:
+/// the oldest of each status first, each an ordered walk of
+/// `intents_by_status` that stops at the limit, then the oldest of those.
+/// One read of all the statuses sorted by id read every held event (73 ms
+/// on PostgreSQL with 10,000 held, BENCHMARKS.md 2026-12-06).
+macro_rules! oldest_with_status {
+    ($first:literal $(, $rest:literal)*) => {
+        concat!(
+            "select ",
+            event_columns!(),
+            " from intents where intent_id in (",
+            oldest_ids!($first),
+            $(" union all ", oldest_ids!($rest),)*
+            ") order by intent_id limit $1"
+        )
+    };
+}
+
+/// The ids of the oldest events (up to `$1`) of one status.
+macro_rules! oldest_ids {
+    ($status:literal) => {
+        concat!(
+            "select intent_id from (select intent_id from intents where status = '",
+            $status,
+            "' order by intent_id limit $1) as held_",
+            $status
+        )
+    };
+}
+
 /// Held events, oldest first: the operator's queue.
-const HELD_EVENTS: &str = concat!(
-    "select ",
-    event_columns!(),
-    " from intents where status in ('stale', 'rejected') order by intent_id limit $1"
-);
+const HELD_EVENTS: &str = oldest_with_status!("stale", "rejected");
 
 /// Everything a person may resolve, oldest first: stale, rejected, and
-/// waiting (which only a dismiss or a skipped gap resolves). The oldest of
-/// each status first, each an ordered walk of `intents_by_status` that
-/// stops at the limit, then the oldest of those: a read of all three
-/// statuses sorted by id read every held event (73 ms on PostgreSQL with
-/// 10,000 held, BENCHMARKS.md 2026-12-06).
-const HELD_QUEUE: &str = concat!(
-    "select ",
-    event_columns!(),
-    " from intents where intent_id in (
-    select intent_id from (select intent_id from intents where status = 'stale'
-        order by intent_id limit $1) as s
-    union all
-    select intent_id from (select intent_id from intents where status = 'rejected'
-        order by intent_id limit $1) as r
-    union all
-    select intent_id from (select intent_id from intents where status = 'waiting'
-        order by intent_id limit $1) as w
-) order by intent_id limit $1"
-);
+/// waiting (which only a dismiss or a skipped gap resolves).
+const HELD_QUEUE: &str = oldest_with_status!("stale", "rejected", "waiting");
 
 /// With, for a `duplicate_effect`, the event that credited its payment.
 const EVENT_DETAIL: &str = concat!(
@@ -384,7 +393,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{ACCOUNT_ENTRIES, EventFilter, HELD_QUEUE, list_events_sql};
+    use super::{ACCOUNT_ENTRIES, EventFilter, HELD_EVENTS, HELD_QUEUE, list_events_sql};
     use crate::store::plans::{migrated, plan, scans_a_table};
 
     /// The admin's reads at 10 million stored events (BENCHMARKS): each
@@ -405,6 +414,7 @@ mod tests {
             by_id.as_str(),
             by_account.as_str(),
             HELD_QUEUE,
+            HELD_EVENTS,
             ACCOUNT_ENTRIES,
         ] {
             let plan = plan(&pool, sql).await;

@@ -243,33 +243,26 @@ struct Found {
     payments: Vec<(String, String, i64, i64, i64, i64)>,
 }
 
+/// Every row `$sql` returns on `$conn`.
+macro_rules! rows {
+    ($conn:expr, $sql:expr) => {
+        sqlx::query_as($sql).fetch_all(&mut *$conn).await?
+    };
+}
+
 /// Runs every statement of the check on `$conn` (a connection or a
 /// transaction of either backend), one after another.
 macro_rules! find_all {
     ($conn:expr) => {
         Found {
-            mismatches: sqlx::query_as(BALANCE_MISMATCHES)
-                .fetch_all(&mut *$conn)
-                .await?,
-            chains: sqlx::query_as(BROKEN_CHAINS).fetch_all(&mut *$conn).await?,
-            orphans: sqlx::query_as(ORPHAN_ENTRIES)
-                .fetch_all(&mut *$conn)
-                .await?,
-            unposted: sqlx::query_as(UNPOSTED_INTENTS)
-                .fetch_all(&mut *$conn)
-                .await?,
-            duplicates: sqlx::query_as(DUPLICATE_KEYS)
-                .fetch_all(&mut *$conn)
-                .await?,
-            stuck: sqlx::query_as(STUCK_RELEASES)
-                .fetch_all(&mut *$conn)
-                .await?,
-            guards: sqlx::query_as(GUARD_MISMATCHES)
-                .fetch_all(&mut *$conn)
-                .await?,
-            payments: sqlx::query_as(PAYMENT_MISMATCHES)
-                .fetch_all(&mut *$conn)
-                .await?,
+            mismatches: rows!($conn, BALANCE_MISMATCHES),
+            chains: rows!($conn, BROKEN_CHAINS),
+            orphans: rows!($conn, ORPHAN_ENTRIES),
+            unposted: rows!($conn, UNPOSTED_INTENTS),
+            duplicates: rows!($conn, DUPLICATE_KEYS),
+            stuck: rows!($conn, STUCK_RELEASES),
+            guards: rows!($conn, GUARD_MISMATCHES),
+            payments: rows!($conn, PAYMENT_MISMATCHES),
         }
     };
 }

@@ -32,6 +32,16 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let started = std::time::Instant::now();
+            // What a version before chains wrote (before the upgrade, or
+            // beside this one during it) is linked first.
+            match context.store.link_unlinked(context.clock.now()).await {
+                Ok(linked) if linked.chains > 0 => tracing::info!(
+                    chains = linked.chains,
+                    "linked the entries written without a link"
+                ),
+                Ok(_) => {}
+                Err(error) => tracing::warn!("unlinked entries could not be linked: {error}"),
+            }
             let outcome = context
                 .store
                 .check_invariants()

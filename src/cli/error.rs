@@ -17,6 +17,8 @@ pub enum CliError {
     Violations(usize),
     #[error("{0}")]
     Check(crate::store::StoreError),
+    #[error("{0} chain(s) broken; see the JSON on stdout")]
+    Broken(usize),
     #[error("reconcile: {0}")]
     Reconcile(String),
     /// `migrate --check`: migrations to apply.

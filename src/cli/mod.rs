@@ -1,5 +1,5 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
-//! `outbox move`, `init`, `check-config`, `migrate`, `check`, `events`,
+//! `outbox move`, `init`, `check-config`, `migrate`, `check`, `verify`, `events`,
 //! `replay`, `accounts`, `backup`, `send`, `bench`, `config-schema`.
 
 mod banner;
@@ -80,6 +80,11 @@ pub enum Command {
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
     Check,
+    /// Walk every hash chain (each account's ledger, the audit trail) and
+    /// print the first break of each as JSON: an edited, deleted,
+    /// inserted or reordered row, named by its id; exit 1 if any chain is
+    /// broken.
+    Verify,
     /// List stored events, newest first, filtered as on the admin's events
     /// page.
     Events(views::EventsArgs),
@@ -156,9 +161,17 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
                 before.pending.len(),
                 after.describe()
             );
+            let linked = store
+                .link_unlinked(chrono::Utc::now())
+                .await
+                .map_err(CliError::Check)?;
+            if linked.chains > 0 {
+                println!("linked the unlinked entries of {} chain(s)", linked.chains);
+            }
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
+        Command::Verify => verify(load(&cli.config)?).await,
         Command::Events(args) => views::events(load(&cli.config)?, args).await,
         Command::Replay(args) => replay::run(load(&cli.config)?, *args).await,
         Command::Reconcile(args) => reconcile::run(load(&cli.config)?, *args).await,
@@ -229,6 +242,20 @@ async fn check(config: Config) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::Violations(violations.len()))
+    }
+}
+
+/// Migrates first (as `check`), then walks every chain once.
+async fn verify(config: Config) -> Result<(), CliError> {
+    let store = connect_store(&config).await.map_err(StartupError::from)?;
+    store.migrate().await.map_err(StartupError::from)?;
+    let report = store.verify_chains().await.map_err(CliError::Check)?;
+    let text = serde_json::json!({"ok": report.is_clean(), "report": report});
+    println!("{text:#}");
+    if report.is_clean() {
+        Ok(())
+    } else {
+        Err(CliError::Broken(report.breaks.len()))
     }
 }
 

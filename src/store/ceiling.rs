@@ -10,8 +10,53 @@
 
 use chrono::{DateTime, Utc};
 
-use super::write::{ADVANCE_GUARD, INSERT_INTENT, LOCK_GUARD, POST_PG};
+use super::write::{ADVANCE_GUARD, INSERT_INTENT, LOCK_GUARD, upsert_balance};
 use crate::domain::SEQUENCE_FLOOR;
+
+/// The three writes of a posting in one statement, as hookledger wrote
+/// them before its ledger was linked (`store::chain`, whose links are
+/// computed in Rust between the balance's statement and the entry's): the
+/// balance's own statement (`upsert_balance!`, whose `$1`-`$4` are this
+/// statement's too), then the entry, unlinked, and the messages. A
+/// database the ceiling filled is a scratch one; served, its entries would
+/// be linked by the backfill.
+///
+/// Why it is as safe as the three: the balance update takes the row lock
+/// and adds in place, and out of range is a statement that succeeds and
+/// returns no row; the entry is inserted from the balance's returned row
+/// only, so then nothing at all is written and the transaction stays
+/// usable (the callers that catch `BalanceLimit` go on with it and hold the
+/// event, as after the three statements); the unique keys of the ledger
+/// fail the whole statement as they failed the insert; the messages join
+/// the entry's returned row to the intent this transaction wrote, one per
+/// destination in `$12` (none for an empty list), `ordered` for those in
+/// `$13`, doing nothing on a conflict. PostgreSQL runs every data-modifying
+/// CTE to completion whether or not the outer query reads it.
+const POST_PG: &str = concat!(
+    "with balance as (",
+    upsert_balance!(),
+    "
+), entry as (
+    insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
+        balance_after_minor, object_id, operator_applied, created_at, credits_payment,
+        account_seq)
+    select $5, $6, $7, $1, $2, $3, balance_minor, $8, $9, $4, $10, postings from balance
+    returning intent_id, balance_after_minor, account_seq
+), message as (
+    insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
+        event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
+        object_id, occurred_at, posted_at, operator_applied, state, attempts, next_attempt_ms,
+        created_at, ordered)
+    select d.destination, $11, 'ledger.posted', i.intent_id, i.source, i.event_id, 'applied',
+        $1, $2, $3, e.balance_after_minor, e.account_seq, $8, i.occurred_at, $4, $9,
+        'pending', 0, 0, $4, d.destination = any($13::text[])
+    from entry e
+    join intents i on i.intent_id = e.intent_id
+    cross join unnest($12::text[]) as d(destination)
+    on conflict (intent_id, message_type, destination) do nothing
+)
+select balance_minor from balance"
+);
 
 /// What the script's deliveries look like: the bench's own (sizes matter,
 /// contents do not). Event ids are `<prefix>e<n>` and accounts

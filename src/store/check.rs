@@ -170,7 +170,8 @@ order by p.scope, p.payment_ref";
 /// minutes, the periodic check's interval: the slowest statement took 4.4 s
 /// at 1.6 million entries; a ledger where one takes longer than this has
 /// outgrown a whole-ledger check run on a timer.
-const CHECK_BOUND: &str = "set transaction read only; set local statement_timeout = '600s'";
+pub(in crate::store) const CHECK_BOUND: &str =
+    "set transaction read only; set local statement_timeout = '600s'";
 
 /// A broken ledger invariant. None of these can happen if every balance
 /// change goes through the one transaction; the check proves it.

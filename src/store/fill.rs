@@ -17,7 +17,8 @@
 //!   older than the retention period are emptied as retention would have
 //!   emptied them, and delivered outbox rows exist for the postings of the
 //!   last `outbox_days`, as retention keeps them;
-//! - sequence guards and balances are computed from the rows at the end.
+//! - sequence guards and balances are computed from the rows at the end;
+//!   the ledger entries are linked as `serve` links a run's (`store::chain`).
 //!
 //! Not in the shape: payments (`payment_path` rows), audit rows, parked
 //! events. Payload hashes are placeholders (the events are never
@@ -25,7 +26,11 @@
 
 use chrono::{DateTime, Utc};
 
-use super::write::on_tx;
+use std::collections::BTreeMap;
+
+use sqlx::QueryBuilder;
+
+use super::write::{NewLedgerEntry, RunPosting, WriteTx, on_tx};
 use super::{Store, StoreError, on_pool};
 
 /// The fill's four sources (`numbered!` names them by `k % 4`), whose
@@ -136,15 +141,33 @@ const FILL_INTENTS_SQLITE: &str = fill_intents!(
 /// The ledger entries of the postings just written (`$1`: the highest
 /// intent id before them), in intent order, which is each account's
 /// posting order: the balance after the j-th posting of amount
-/// `c + j % 2` is `j * c + (j + 1) / 2`.
+/// `c + j % 2` is `j * c + (j + 1) / 2`. Written by the run's own insert
+/// (`insert_run_entries`), which links them.
 const FILL_ENTRIES: &str = "
-insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
-    balance_after_minor, object_id, operator_applied, created_at, account_seq)
 select intent_id, source, event_id, account_id, currency, amount_minor,
     event_sequence * (amount_minor - event_sequence % 2) + (event_sequence + 1) / 2,
-    object_id, $2, first_received_at, event_sequence
+    object_id, first_received_at, event_sequence
 from intents where intent_id > $1 and status = 'applied'
 order by intent_id";
+
+/// A row of `FILL_ENTRIES`.
+type FillEntry = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    DateTime<Utc>,
+    i64,
+);
+
+/// The links of the entries before a batch's, by (account, currency,
+/// number): the heads its chains continue from.
+const FILL_HEADS: &str = "select account_id, currency, account_seq, entry_hash from ledger_entries \
+    where (account_id, currency, account_seq) in (";
 
 /// Delivered `ledger.posted` messages for the entries just written (`$1`:
 /// the highest entry id before them) received from second `$2` on, to a
@@ -266,12 +289,13 @@ impl Store {
             .execute(conn)
             .await
             .map(drop))?;
-        on_tx!(&mut tx, conn => sqlx::query(FILL_ENTRIES)
+        let entries: Vec<FillEntry> = on_tx!(&mut tx, conn => sqlx::query_as(FILL_ENTRIES)
             .bind(last_intent)
-            .bind(false)
-            .execute(conn)
-            .await
-            .map(drop))?;
+            .fetch_all(conn)
+            .await)?;
+        let postings: Vec<RunPosting<'_>> = entries.iter().map(run_posting).collect();
+        fill_heads(&mut tx, &postings).await?;
+        tx.insert_run_entries(&postings, false).await?;
         on_tx!(&mut tx, conn => sqlx::query(FILL_OUTBOX)
             .bind(last_entry)
             .bind(now - i64::from(shape.outbox_days) * day)
@@ -315,4 +339,54 @@ impl Store {
         let (bytes,): (i64,) = on_pool!(self, pool => sqlx::query_as(sql).fetch_one(pool).await)?;
         Ok(bytes)
     }
+}
+
+/// A fill's entry as a run writes it.
+fn run_posting(row: &FillEntry) -> RunPosting<'_> {
+    let (intent_id, source, event_id, account, currency, amount, after, object, at, seq) = row;
+    RunPosting {
+        entry: NewLedgerEntry {
+            intent_id: *intent_id,
+            credits_payment: None,
+            source,
+            event_id,
+            account_id: account,
+            currency,
+            amount_minor: *amount,
+            balance_after_minor: *after,
+            account_seq: *seq,
+            object_id: object.as_deref(),
+            operator_applied: false,
+            created_at: *at,
+        },
+        occurred_at: None,
+    }
+}
+
+/// Reads the heads of the chains `postings` continue (the entry before
+/// each chain's first in the batch), into the transaction's, so that the
+/// batch is linked in memory.
+async fn fill_heads(tx: &mut WriteTx, postings: &[RunPosting<'_>]) -> Result<(), StoreError> {
+    let mut before = BTreeMap::new();
+    for posting in postings {
+        let entry = &posting.entry;
+        before
+            .entry((entry.account_id, entry.currency))
+            .or_insert(entry.account_seq - 1);
+    }
+    let keys: Vec<_> = before.into_iter().filter(|(_, seq)| *seq > 0).collect();
+    for chunk in keys.chunks(10_000) {
+        let heads: Vec<(String, String, i64, Option<Vec<u8>>)> = on_tx!(tx, conn => {
+            let mut query = QueryBuilder::new(FILL_HEADS);
+            query.push_values(chunk, |mut row, ((account, currency), seq)| {
+                row.push_bind(*account).push_bind(*currency).push_bind(*seq);
+            });
+            query.push(")");
+            query.build_query_as().persistent(false).fetch_all(&mut *conn).await
+        })?;
+        for (account, currency, seq, link) in heads {
+            tx.saw_head((account, currency), seq, link);
+        }
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@
 
 pub mod ceiling;
 pub mod ceiling_group;
+pub mod chain;
 mod check;
 mod checkpoint;
 mod error;

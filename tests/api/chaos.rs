@@ -247,6 +247,9 @@ async fn the_ledger_is_exact_under_kills_and_redeliveries(backend: Backend) {
 
     let store = crate::postgres::side_store(&database_url).await;
     assert_eq!(store.check_invariants().await.unwrap(), [], "seed {seed}");
+    let chains = store.verify_chains().await.unwrap();
+    assert!(chains.is_clean(), "seed {seed}: {chains:#?}");
+    assert!(chains.entries > 0, "seed {seed}: {chains:#?}");
     let stored = crate::at_least_once::stored_events(&store).await;
     assert_eq!(
         stored.len(),

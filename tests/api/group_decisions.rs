@@ -456,6 +456,11 @@ async fn tables(app: &TestApp) -> Vec<(&'static str, Vec<Value>)> {
         rows.sort_by_key(|row| (row[id].as_i64(), row.to_string()));
         for row in &mut rows {
             let object = row.as_object_mut().unwrap();
+            // An entry's links cover its intent's and payment's numbers,
+            // which the two number differently: each database's chains
+            // are verified instead (`same_tables`).
+            object.remove("prev_hash");
+            object.remove("entry_hash");
             let number = object.remove(id).and_then(|n| n.as_i64());
             if let Some(number) = number.filter(|_| !named_as[0].is_empty()) {
                 let name = format!("{}/{}", object[named_as[0]], object[named_as[1]]);
@@ -491,6 +496,10 @@ pub(crate) async fn two_apps(backend: Backend) -> (TestApp, TestApp, Vec<Arc<Sou
 
 /// Asserts that every table of `together` holds what `alone`'s does.
 async fn same_tables(together: &TestApp, alone: &TestApp, context: &str) {
+    for app in [together, alone] {
+        let chains = app.store().verify_chains().await.unwrap();
+        assert!(chains.is_clean(), "{context}: {chains:#?}");
+    }
     let (group_tables, alone_tables) = (tables(together).await, tables(alone).await);
     for ((table, group), (_, one)) in group_tables.iter().zip(&alone_tables) {
         assert_eq!(group.len(), one.len(), "{context}, {table}");

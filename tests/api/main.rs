@@ -56,6 +56,7 @@ mod backup;
 mod bad_input;
 mod bench;
 mod book;
+mod chains;
 mod chaos;
 mod cli;
 mod cli_kinds;

@@ -70,6 +70,11 @@ async fn a_filled_database_holds_what_deliveries_would_have_left(backend: Backen
     store.finish_fill().await.unwrap();
     assert_eq!(store.filled_postings().await.unwrap(), POSTINGS);
     app.assert_invariants().await;
+    // Linked as served entries are, across the two batches.
+    let chains = store.verify_chains().await.unwrap();
+    assert!(chains.is_clean(), "{chains:#?}");
+    assert_eq!(chains.entries, POSTINGS, "{chains:#?}");
+    assert_eq!(chains.linked_late, 0);
 
     for (a, expected) in expected_balances().into_iter().enumerate() {
         let account = format!("acct_{a}");

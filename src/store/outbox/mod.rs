@@ -34,7 +34,6 @@ pub use stats::OutboxEntry;
 pub use unconfigured::{Holding, Moved};
 
 pub use handle::Outbox;
-pub(in crate::store) use handle::PostedTo;
 
 impl Store {
     pub fn outbox(&self) -> &Outbox {

@@ -13,7 +13,9 @@ use super::{StoreError, WriteTx};
 /// it. Out of range returns no row (the statement succeeds): the caller
 /// gets `BalanceLimit` and holds the event, with the transaction usable.
 /// `postings` counts the balance's ledger entries under the same row lock:
-/// the count it returns is the posting's gapless `account_seq`.
+/// the count it returns is the posting's gapless `account_seq`; the link of
+/// the entry before it (its chain's head, `store::chain`) is read with it,
+/// by the ledger's unique key, under that lock.
 macro_rules! upsert_balance {
     () => {
         "
@@ -29,11 +31,36 @@ returning balance_minor, postings"
     };
 }
 
-/// Also the first part of PostgreSQL's one-statement posting (`posting`),
-/// whose parameters continue from `$5`: keep these four as they are.
-pub(super) use upsert_balance;
+/// Also the first part of the ceiling's one-statement posting
+/// (`store::ceiling`), whose parameters continue from `$5`: keep these four
+/// as they are.
+pub(in crate::store) use upsert_balance;
 
-const UPSERT_BALANCE: &str = upsert_balance!();
+/// The link of the last entry of balance row `b` (`store::chain`), by
+/// the ledger's unique key; `$offset` entries before the last.
+macro_rules! last_link {
+    () => {
+        last_link!("b", "")
+    };
+    ($b:literal, $offset:literal) => {
+        concat!(
+            "(select e.entry_hash from ledger_entries e where e.account_id = ",
+            $b,
+            ".account_id and e.currency = ",
+            $b,
+            ".currency and e.account_seq = ",
+            $b,
+            ".postings",
+            $offset,
+            ")"
+        )
+    };
+}
+pub(super) use last_link;
+
+/// The balance's statement, and the link of the entry before the one it
+/// numbers.
+const UPSERT_BALANCE: &str = concat!(upsert_balance!(), ", ", last_link!("balances", " - 1"));
 
 /// Locks an account's balance row for a currency (creating it at zero), for
 /// a transaction that will post several currencies: see `lock_balances`.
@@ -53,7 +80,8 @@ returning balance_minor";
 
 impl WriteTx {
     /// Adds `amount_minor` (signed) to the balance; returns the new balance
-    /// and the posting's number among the balance's postings.
+    /// and the posting's number among the balance's postings, and notes
+    /// the head of its chain before it.
     pub async fn upsert_balance(
         &mut self,
         account_id: &str,
@@ -61,17 +89,20 @@ impl WriteTx {
         amount_minor: i64,
         now: DateTime<Utc>,
     ) -> Result<(i64, i64), StoreError> {
-        let row: Option<(i64, i64)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
+        let row: Option<(i64, i64, Option<Vec<u8>>)> = on_tx!(self, conn => sqlx::query_as(UPSERT_BALANCE)
             .bind(account_id)
             .bind(currency)
             .bind(amount_minor)
             .bind(now)
             .fetch_optional(conn)
             .await)?;
-        row.ok_or_else(|| StoreError::BalanceLimit {
+        let (balance, postings, head) = row.ok_or_else(|| StoreError::BalanceLimit {
             account_id: account_id.to_owned(),
             currency: currency.to_owned(),
-        })
+        })?;
+        let key = (account_id.to_owned(), currency.to_owned());
+        self.saw_head(key, postings - 1, head);
+        Ok((balance, postings))
     }
 
     /// Locks the account's balance rows for `currencies` in sorted order,

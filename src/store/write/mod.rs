@@ -31,8 +31,11 @@
 //! cases `keys` lists (a writer outside the order, instances that disagree
 //! on the config), and the group writer runs its group again.
 
+use std::collections::HashMap;
+
 use sqlx::{Sqlite, Transaction};
 
+use super::chain::hash::Head;
 use super::write_turn::WriteTurn;
 use super::{Outbox, Store, StoreError};
 use pg_tx::PgTx;
@@ -43,6 +46,9 @@ pub struct WriteTx {
     outbox: Outbox,
     /// Messages were written: the relays are woken once it commits.
     pub(in crate::store) queued: bool,
+    /// The heads of the ledger chains this transaction read or wrote
+    /// (`store::chain`), by balance (account, currency).
+    pub(in crate::store) chains: HashMap<(String, String), Head>,
 }
 
 pub(in crate::store) enum TxConn {
@@ -69,7 +75,7 @@ macro_rules! on_tx {
     };
 }
 
-pub(super) use on_tx;
+pub(in crate::store) use on_tx;
 
 mod audit;
 mod balances;
@@ -90,6 +96,8 @@ mod scope;
 
 pub use audit::NewAudit;
 /// For the ceiling's pgbench script (`store::ceiling`).
+pub(in crate::store) use balances::upsert_balance;
+/// For the ceiling's pgbench script (`store::ceiling`).
 pub(in crate::store) use intent::INSERT_INTENT;
 pub use intent::{Claimed, IntentUpsert, NewIntent};
 pub use keys::WriteKeys;
@@ -97,7 +105,6 @@ pub use ordering::Parked;
 /// For the ceiling's pgbench script (`store::ceiling`).
 pub(in crate::store) use ordering::{ADVANCE_GUARD, LOCK_GUARD};
 pub use payments::{MatchedRow, PaymentCredit, PaymentRow, UnmatchedRow};
-pub(in crate::store) use posting::POST_PG;
 pub use posting::{NewLedgerEntry, NewPosting, RunPosting};
 pub use redelivery::{Redelivered, RedeliveryCount, received_at_text};
 pub use rewrite::ReplayedInto;
@@ -123,6 +130,7 @@ impl Store {
             conn,
             outbox: self.outbox().clone(),
             queued: false,
+            chains: HashMap::new(),
         })
     }
 }

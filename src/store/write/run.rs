@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use sqlx::QueryBuilder;
 
+use super::balances::last_link;
 use super::posting::RunPosting;
 use super::run_pg;
 use super::{NewIntent, StoreError, TxConn, WriteTx};
@@ -75,8 +76,12 @@ const INTENT_BINDS: usize = 25;
 
 const LEDGER_COLUMNS: &str = "insert into ledger_entries (intent_id, source, event_id, \
     account_id, currency, amount_minor, balance_after_minor, object_id, operator_applied, \
-    created_at, credits_payment, account_seq) ";
-const LEDGER_BINDS: usize = 12;
+    created_at, credits_payment, account_seq, prev_hash, entry_hash) ";
+const LEDGER_BINDS: usize = 14;
+
+/// A balance row as a run reads it: key, balance, postings, and the link
+/// of its last entry.
+type BalanceHead = (String, String, i64, i64, Option<Vec<u8>>);
 
 const OUTBOX_COLUMNS: &str = "insert into outbox (destination, message_id, message_type, \
     intent_id, source, event_id, event_status, account_id, currency, amount_minor, \
@@ -286,28 +291,27 @@ impl WriteTx {
             // One writer: a plain read holds until commit, and a missing
             // row stays missing.
             TxConn::Sqlite(tx, _) => {
-                let rows: Vec<(String, String, i64, i64)> = select_existing(
+                let rows: Vec<BalanceHead> = select_existing(
                     tx,
-                    "select account_id, currency, balance_minor, postings from balances \
-                     where (account_id, currency) in (",
+                    concat!(
+                        "select b.account_id, b.currency, b.balance_minor, b.postings, ",
+                        last_link!(),
+                        " from balances b where (b.account_id, b.currency) in ("
+                    ),
                     &sorted,
                 )
                 .await?;
-                read.rows.extend(
-                    rows.into_iter()
-                        .map(|(account, currency, balance, postings)| {
-                            ((account, currency), (balance, postings))
-                        }),
-                );
+                self.read_balances(&mut read, rows);
                 return Ok(read);
             }
             TxConn::Postgres(tx) => tx,
         };
-        let existing: Vec<(String, String, i64, i64)> =
+        let existing: Vec<BalanceHead> =
             run_pg::lock_existing(tx, run_pg::LOCK_BALANCES, &sorted).await?;
-        for (account, currency, balance, postings) in existing {
-            read.rows.insert((account, currency), (balance, postings));
-        }
+        self.read_balances(&mut read, existing);
+        let TxConn::Postgres(tx) = &mut self.conn else {
+            return Ok(read);
+        };
         // Created at zero where missing, so that every row the run will
         // write is locked now (a row another transaction inserted
         // meanwhile would otherwise be overwritten); `xmax = 0` is true
@@ -346,11 +350,21 @@ impl WriteTx {
         Ok(read)
     }
 
-    /// Writes what a run decided: its ledger entries, their `ledger.posted`
-    /// messages for each destination that takes them (as `POST_PG` and
-    /// `POST_SQLITE` write them), its balances and guards as it leaves
-    /// them (each row read under lock by this transaction), and removes
-    /// the balance rows `unposted` that the read created for nothing.
+    /// Balance rows read with their chains' heads, into `read` and the
+    /// transaction's heads.
+    fn read_balances(&mut self, read: &mut RunBalances, rows: Vec<BalanceHead>) {
+        for (account, currency, balance, postings, head) in rows {
+            let key = (account, currency);
+            self.saw_head(key.clone(), postings, head);
+            read.rows.insert(key, (balance, postings));
+        }
+    }
+
+    /// Writes what a run decided: its ledger entries, linked, their
+    /// `ledger.posted` messages for each destination that takes them (as
+    /// `post` writes them), its balances and guards as it leaves them (each
+    /// row read under lock by this transaction), and removes the balance
+    /// rows `unposted` that the read created for nothing.
     pub async fn write_run(
         &mut self,
         postings: &[RunPosting<'_>],
@@ -358,22 +372,36 @@ impl WriteTx {
         guards: &[RunGuard<'_>],
         unposted: &[RowKey],
     ) -> Result<(), StoreError> {
+        self.insert_run_entries(postings, true).await?;
+        self.write_run_rows(balances, guards, unposted).await
+    }
+
+    /// The ledger entries of a run, each linked after the one before it in
+    /// its chain (`store::chain`), with their messages if `messages`.
+    pub(in crate::store) async fn insert_run_entries(
+        &mut self,
+        postings: &[RunPosting<'_>],
+        messages: bool,
+    ) -> Result<(), StoreError> {
+        let links = self.link_entries(postings).await?;
         if let TxConn::Postgres(tx) = &mut self.conn {
             // The entries, and their messages in the same statement.
             let posted = self.outbox.posted().clone();
-            let messages = !posted.names.is_empty() && !postings.is_empty();
+            let messages = messages && !posted.names.is_empty() && !postings.is_empty();
             let destinations = (posted.names.as_slice(), posted.ordered.as_slice());
-            run_pg::insert_postings(tx, postings, messages.then_some(destinations)).await?;
+            run_pg::insert_postings(tx, postings, &links, messages.then_some(destinations)).await?;
             self.queued |= messages;
         }
         let sqlite = matches!(self.conn, TxConn::Sqlite(..));
+        let per = per_statement(LEDGER_BINDS);
         for chunk in postings
-            .chunks(per_statement(LEDGER_BINDS))
+            .chunks(per)
+            .zip(links.chunks(per))
             .filter(|_| sqlite)
         {
             on_tx!(self, conn => {
                 let mut query = QueryBuilder::new(LEDGER_COLUMNS);
-                query.push_values(chunk, |mut row, posting| {
+                query.push_values(chunk.0.iter().zip(chunk.1), |mut row, (posting, links)| {
                     let entry = &posting.entry;
                     row.push_bind(entry.intent_id)
                         .push_bind(entry.source)
@@ -386,16 +414,18 @@ impl WriteTx {
                         .push_bind(entry.operator_applied)
                         .push_bind(entry.created_at)
                         .push_bind(entry.credits_payment)
-                        .push_bind(entry.account_seq);
+                        .push_bind(entry.account_seq)
+                        .push_bind(&links.prev[..])
+                        .push_bind(&links.own[..]);
                 });
                 query.build().persistent(false).execute(&mut *conn).await.map(drop)
             })?;
         }
-        if sqlite {
+        if sqlite && messages {
             // PostgreSQL wrote them with the entries, above.
             self.enqueue_run(postings).await?;
         }
-        self.write_run_rows(balances, guards, unposted).await
+        Ok(())
     }
 
     /// `write_run`'s balances and guards as the run leaves them, and the

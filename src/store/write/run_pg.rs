@@ -11,8 +11,10 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::NewIntent;
+use super::balances::last_link;
 use super::posting::RunPosting;
 use crate::domain::MessageType;
+use crate::store::chain::hash::EntryLinks;
 
 /// `INSERT_INTENT`'s insert path for many rows; a key that exists is left
 /// as it is. Race-free as `INSERT_INTENT`: a concurrent insert of one key
@@ -39,14 +41,16 @@ returning intent_id, scope, event_id";
 
 const INSERT_LEDGER_ENTRIES: &str = "
 insert into ledger_entries (intent_id, source, event_id, account_id, currency, amount_minor,
-    balance_after_minor, object_id, operator_applied, created_at, credits_payment, account_seq)
+    balance_after_minor, object_id, operator_applied, created_at, credits_payment, account_seq,
+    prev_hash, entry_hash)
 select * from unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[],
-    $7::int8[], $8::text[], $9::bool[], $10::timestamptz[], $11::int8[], $12::int8[])";
+    $7::int8[], $8::text[], $9::bool[], $10::timestamptz[], $11::int8[], $12::int8[],
+    $13::bytea[], $14::bytea[])";
 
 /// The messages of the entries in `$1`-`$12` (as `INSERT_LEDGER_ENTRIES`
-/// binds them) with their message ids and times, one per destination in
-/// `$15`, `ordered` for those in `$16`, in entry order then destination
-/// order, as `POST_PG` writes them one posting at a time.
+/// binds them) with their message ids and times (`$15`, `$16`), one per
+/// destination in `$17`, `ordered` for those in `$18`, in entry order then
+/// destination order, as `post` writes them one posting at a time.
 const INSERT_MESSAGES: &str = "
 insert into outbox (destination, message_id, message_type, intent_id, source, event_id,
     event_status, account_id, currency, amount_minor, balance_after_minor, account_seq,
@@ -55,14 +59,14 @@ insert into outbox (destination, message_id, message_type, intent_id, source, ev
 select d.destination, e.message_id, 'ledger.posted', e.intent_id, e.source, e.event_id,
     'applied', e.account_id, e.currency, e.amount_minor, e.balance_after_minor,
     e.account_seq, e.object_id, e.occurred_at, e.created_at, e.operator_applied, 'pending',
-    0, 0, e.created_at, d.destination = any($16::text[])
+    0, 0, e.created_at, d.destination = any($18::text[])
 from unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int8[],
     $7::int8[], $8::text[], $9::bool[], $10::timestamptz[], $11::int8[], $12::int8[],
-    $13::text[], $14::timestamptz[])
+    $15::text[], $16::timestamptz[])
     with ordinality as e(intent_id, source, event_id, account_id, currency, amount_minor,
         balance_after_minor, object_id, operator_applied, created_at, credits_payment,
         account_seq, message_id, occurred_at, n)
-cross join unnest($15::text[]) with ordinality as d(destination, m)
+cross join unnest($17::text[]) with ordinality as d(destination, m)
 order by e.n, d.m
 on conflict (intent_id, message_type, destination) do nothing";
 
@@ -80,12 +84,19 @@ where (source, account_id) in (select * from unnest($1::text[], $2::text[]))
 order by source, account_id
 for update";
 
-/// The run's existing balances, locked in key order.
-pub(in crate::store) const LOCK_BALANCES: &str = "
-select account_id, currency, balance_minor, postings from balances
-where (account_id, currency) in (select * from unnest($1::text[], $2::text[]))
-order by account_id, currency
-for update";
+/// The run's existing balances, locked in key order, each with the link
+/// of its last entry (`store::chain`). Read in the statement's snapshot: a
+/// row this waited for may name an entry committed after it, which then
+/// reads as no link, and the writer reads it again (`link_unlinked`).
+pub(in crate::store) const LOCK_BALANCES: &str = concat!(
+    "select b.account_id, b.currency, b.balance_minor, b.postings, ",
+    last_link!(),
+    "
+from balances b
+where (b.account_id, b.currency) in (select * from unnest($1::text[], $2::text[]))
+order by b.account_id, b.currency
+for update of b"
+);
 
 /// The existing rows of `sorted`'s keys, locked in key order by `lock`
 /// (`LOCK_GUARDS`, `LOCK_BALANCES`): a row lock without writing the row,
@@ -147,11 +158,13 @@ pub(super) async fn insert_intents(
 static INSERT_ENTRIES_AND_MESSAGES: LazyLock<String> =
     LazyLock::new(|| format!("with entries as ({INSERT_LEDGER_ENTRIES}\n)\n{INSERT_MESSAGES}"));
 
-/// The ledger entries of `postings`; with `destinations` (the names, and
-/// those ordered), their messages too, in the same statement.
+/// The ledger entries of `postings`, with their `links`; with
+/// `destinations` (the names, and those ordered), their messages too, in
+/// the same statement.
 pub(super) async fn insert_postings(
     conn: &mut PgConnection,
     postings: &[RunPosting<'_>],
+    links: &[EntryLinks],
     destinations: Option<(&[String], &[String])>,
 ) -> Result<(), sqlx::Error> {
     let text = match destinations {
@@ -170,7 +183,9 @@ pub(super) async fn insert_postings(
         .bind(column(postings, |p| p.entry.operator_applied))
         .bind(column(postings, |p| p.entry.created_at))
         .bind(column(postings, |p| p.entry.credits_payment))
-        .bind(column(postings, |p| p.entry.account_seq));
+        .bind(column(postings, |p| p.entry.account_seq))
+        .bind(column(links, |l| &l.prev[..]))
+        .bind(column(links, |l| &l.own[..]));
     let query = match destinations {
         None => query,
         Some((names, ordered)) => query

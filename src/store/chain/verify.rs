@@ -1,0 +1,452 @@
+//! Walking every chain: each account's ledger (per currency, by
+//! `account_seq`) and the audit trail (by `chain_seq`), recomputing every
+//! link, and reporting the first break of each chain:
+//! - `edited`: a row whose previous link is right but whose own link is
+//!   not its content's (its content, or its link, was changed);
+//! - `deleted`: numbers missing from the chain (the rows between two ids,
+//!   or after the last, were deleted);
+//! - `reordered`: a row linked to a row that now comes after it;
+//! - `relinked`: a row whose link is right for its content but names a
+//!   previous link no row has: the row before it was changed and its link
+//!   computed again, or inserted, or rows between were deleted and the
+//!   numbers closed up;
+//! - `unlinked`: a row with no link (written by hand, or by the version
+//!   before chains and not linked yet: the backfill links those).
+//!
+//! Reads the chains' ends first (each balance's `postings`, the audit
+//! head), then the rows, each in one ordered pass streamed from the
+//! database: rows written meanwhile only come after the ends read.
+
+use std::collections::HashMap;
+use std::future::poll_fn;
+use std::pin::Pin;
+
+use futures_core::Stream;
+use serde::Serialize;
+
+use super::audit::{ChainAuditRow, chain_audit_columns};
+use super::entries::{ChainEntryRow, chain_entry_columns};
+use super::hash::{GENESIS, Link, audit_link, entry_link, stored};
+use crate::store::{Store, StoreError};
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+pub struct ChainReport {
+    /// Ledger entries walked.
+    pub entries: u64,
+    /// Ledger chains (one per account and currency).
+    pub chains: u64,
+    /// Audit rows walked.
+    pub audit_rows: u64,
+    /// Rows linked after they were written (`chained_at`): the backfill of
+    /// what was written before chains, or an older version's rows.
+    pub linked_late: u64,
+    /// The first break of each chain that has one.
+    pub breaks: Vec<Break>,
+}
+
+/// The first break of one chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Break {
+    /// `ledger` or `audit`.
+    pub trail: Trail,
+    /// The ledger chain's account and currency.
+    pub account_id: Option<String>,
+    pub currency: Option<String>,
+    pub kind: BreakKind,
+    /// The row named: an entry id or an audit id (none for a deleted row).
+    pub row_id: Option<i64>,
+    /// The number in its chain where it breaks.
+    pub position: i64,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Trail {
+    Ledger,
+    Audit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakKind {
+    Edited,
+    Deleted,
+    Reordered,
+    Relinked,
+    Unlinked,
+}
+
+impl ChainReport {
+    pub fn is_clean(&self) -> bool {
+        self.breaks.is_empty()
+    }
+}
+
+/// A row of a chain, as the walk reads it.
+trait Linked {
+    fn id(&self) -> i64;
+    fn seq(&self) -> i64;
+    fn prev(&self) -> Option<Link>;
+    fn own(&self) -> Option<Link>;
+    /// Its link as computed from its content after `prev`.
+    fn computed(&self, prev: &Link) -> Link;
+}
+
+impl Linked for ChainEntryRow {
+    fn id(&self) -> i64 {
+        self.entry_id
+    }
+    fn seq(&self) -> i64 {
+        self.account_seq
+    }
+    fn prev(&self) -> Option<Link> {
+        stored(self.prev_hash.as_deref())
+    }
+    fn own(&self) -> Option<Link> {
+        stored(self.entry_hash.as_deref())
+    }
+    fn computed(&self, prev: &Link) -> Link {
+        entry_link(&self.content(), prev)
+    }
+}
+
+impl Linked for ChainAuditRow {
+    fn id(&self) -> i64 {
+        self.audit_id
+    }
+    fn seq(&self) -> i64 {
+        self.chain_seq.unwrap_or_default()
+    }
+    fn prev(&self) -> Option<Link> {
+        stored(self.prev_hash.as_deref())
+    }
+    fn own(&self) -> Option<Link> {
+        stored(self.row_hash.as_deref())
+    }
+    fn computed(&self, prev: &Link) -> Link {
+        audit_link(&self.content(self.seq()), prev)
+    }
+}
+
+/// A break found where a row's previous link is not the link of the row
+/// before it: what it is depends on the rows after it.
+struct Pending {
+    row_id: i64,
+    position: i64,
+    prev: Option<Link>,
+    /// Its own link is its content's after the previous link it names.
+    intact: bool,
+    /// The row before it.
+    before: Option<i64>,
+}
+
+/// One chain's walk, row by row in order.
+struct Walk {
+    /// The number the next row must have, the link it must name, and the
+    /// id of the row before it.
+    next: i64,
+    last: Link,
+    last_id: Option<i64>,
+    found: Option<(BreakKind, Option<i64>, i64, String)>,
+    pending: Option<Pending>,
+    /// After a pending break: the links of the rows after it.
+    later: HashMap<Link, i64>,
+}
+
+impl Walk {
+    fn new() -> Self {
+        Walk {
+            next: 1,
+            last: GENESIS,
+            last_id: None,
+            found: None,
+            pending: None,
+            later: HashMap::new(),
+        }
+    }
+
+    fn step(&mut self, row: &impl Linked, noun: &str) {
+        if self.pending.is_some() {
+            if let Some(own) = row.own() {
+                self.later.insert(own, row.id());
+            }
+            return;
+        }
+        if self.found.is_some() {
+            return;
+        }
+        let (id, seq) = (row.id(), row.seq());
+        let Some(own) = row.own() else {
+            self.found = Some((
+                BreakKind::Unlinked,
+                Some(id),
+                seq,
+                format!(
+                    "{noun} {id} has no link: written by hand, or by a version before chains and not linked yet"
+                ),
+            ));
+            return;
+        };
+        if seq > self.next {
+            let missing = if seq == self.next + 1 {
+                format!("number {}", self.next)
+            } else {
+                format!("numbers {} to {}", self.next, seq - 1)
+            };
+            self.found = Some((
+                BreakKind::Deleted,
+                None,
+                self.next,
+                format!(
+                    "{missing} missing, {}",
+                    between(noun, self.last_id, Some(id))
+                ),
+            ));
+            return;
+        }
+        let prev = row.prev();
+        if prev != Some(self.last) || seq < self.next {
+            self.pending = Some(Pending {
+                row_id: id,
+                position: seq,
+                prev,
+                intact: prev.is_some_and(|prev| row.computed(&prev) == own),
+                before: self.last_id,
+            });
+            return;
+        }
+        if row.computed(&self.last) != own {
+            self.found = Some((
+                BreakKind::Edited,
+                Some(id),
+                seq,
+                format!("{noun} {id} is not what was linked: its content or its link was changed"),
+            ));
+            return;
+        }
+        self.next = seq + 1;
+        self.last = own;
+        self.last_id = Some(id);
+    }
+
+    /// The chain's first break, if any; `end` is the number its last row
+    /// must have at least (the balance's postings, the audit head).
+    fn finish(self, end: i64, noun: &str) -> Option<(BreakKind, Option<i64>, i64, String)> {
+        if let Some(pending) = self.pending {
+            let id = pending.row_id;
+            if let Some(follows) = pending.prev.and_then(|prev| self.later.get(&prev)) {
+                return Some((
+                    BreakKind::Reordered,
+                    Some(id),
+                    pending.position,
+                    format!("{noun} {id} comes before {noun} {follows}, which it was linked after"),
+                ));
+            }
+            if pending.intact {
+                let before = pending
+                    .before
+                    .map_or("the start".to_owned(), |b| format!("{noun} {b}"));
+                return Some((
+                    BreakKind::Relinked,
+                    pending.before.or(Some(id)),
+                    pending.position,
+                    format!(
+                        "{noun} {id} was linked after a row that is not {before}: {before} was changed and linked again, or inserted, or rows before {noun} {id} were deleted and renumbered"
+                    ),
+                ));
+            }
+            return Some((
+                BreakKind::Edited,
+                Some(id),
+                pending.position,
+                format!(
+                    "{noun} {id} is not what was linked: its content or its links were changed"
+                ),
+            ));
+        }
+        if self.found.is_some() {
+            return self.found;
+        }
+        (end >= self.next).then(|| {
+            let missing = if end == self.next {
+                format!("number {end}")
+            } else {
+                format!("numbers {} to {end}", self.next)
+            };
+            (
+                BreakKind::Deleted,
+                None,
+                self.next,
+                format!("{missing} missing, {}", between(noun, self.last_id, None)),
+            )
+        })
+    }
+}
+
+/// The next item of a stream of rows.
+async fn next<S: Stream + Unpin>(rows: &mut S) -> Option<S::Item> {
+    poll_fn(|cx| Pin::new(&mut *rows).poll_next(cx)).await
+}
+
+fn between(noun: &str, before: Option<i64>, after: Option<i64>) -> String {
+    match (before, after) {
+        (Some(before), Some(after)) => format!("between {noun} {before} and {noun} {after}"),
+        (None, Some(after)) => format!("before {noun} {after}"),
+        (Some(before), None) => format!("after {noun} {before}, the last"),
+        (None, None) => "every row".to_owned(),
+    }
+}
+
+/// Each balance's number of postings: where its chain must reach.
+const CHAIN_ENDS: &str = "select account_id, currency, postings from balances";
+const AUDIT_END: &str = "select chain_seq from audit_chain where chain_id = 1";
+
+const ENTRIES: &str = concat!(
+    "select ",
+    chain_entry_columns!(),
+    " from ledger_entries order by account_id, currency, account_seq"
+);
+const AUDIT_ROWS: &str = concat!(
+    "select ",
+    chain_audit_columns!(),
+    " from audit_log where chain_seq is not null order by chain_seq"
+);
+const FIRST_UNLINKED_AUDIT: &str = concat!(
+    "select ",
+    chain_audit_columns!(),
+    " from audit_log where chain_seq is null order by audit_id limit 1"
+);
+const LINKED_LATE: &str = "
+select (select count(*) from ledger_entries where chained_at is not null)
+    + (select count(*) from audit_log where chained_at is not null)";
+
+/// Walks every chain on `$conn`, into a report.
+macro_rules! walk_all {
+    ($conn:expr) => {{
+        let ends: Vec<(String, String, i64)> =
+            sqlx::query_as(CHAIN_ENDS).fetch_all(&mut *$conn).await?;
+        let mut ends: HashMap<(String, String), i64> = ends
+            .into_iter()
+            .map(|(account, currency, postings)| ((account, currency), postings))
+            .collect();
+        let (audit_end,): (i64,) = sqlx::query_as(AUDIT_END).fetch_one(&mut *$conn).await?;
+        let mut report = ChainReport::default();
+        {
+            let mut rows = sqlx::query_as::<_, ChainEntryRow>(ENTRIES).fetch(&mut *$conn);
+            let mut chain: Option<((String, String), Walk)> = None;
+            while let Some(row) = next(&mut rows).await.transpose()? {
+                report.entries += 1;
+                let key = (row.account_id.clone(), row.currency.clone());
+                if chain.as_ref().is_none_or(|(current, _)| *current != key) {
+                    if let Some((done, walk)) = chain.take() {
+                        report.end_ledger(done, walk, &mut ends);
+                    }
+                    report.chains += 1;
+                    chain = Some((key, Walk::new()));
+                }
+                if let Some((_, walk)) = chain.as_mut() {
+                    walk.step(&row, "entry");
+                }
+            }
+            if let Some((done, walk)) = chain.take() {
+                report.end_ledger(done, walk, &mut ends);
+            }
+        }
+        // Balances with postings and no entry at all.
+        let mut empty: Vec<_> = ends.into_iter().filter(|(_, end)| *end > 0).collect();
+        empty.sort();
+        for (key, end) in empty {
+            report.end_ledger_at(key, Walk::new(), end);
+        }
+        {
+            let mut walk = Walk::new();
+            let mut rows = sqlx::query_as::<_, ChainAuditRow>(AUDIT_ROWS).fetch(&mut *$conn);
+            while let Some(row) = next(&mut rows).await.transpose()? {
+                report.audit_rows += 1;
+                walk.step(&row, "audit row");
+            }
+            drop(rows);
+            let unlinked: Option<ChainAuditRow> =
+                sqlx::query_as(FIRST_UNLINKED_AUDIT).fetch_optional(&mut *$conn).await?;
+            let found = match unlinked {
+                Some(row) if walk.found.is_none() && walk.pending.is_none() => Some((
+                    BreakKind::Unlinked,
+                    Some(row.audit_id),
+                    0,
+                    format!(
+                        "audit row {} has no link: written by hand, or by a version before chains and not linked yet",
+                        row.audit_id
+                    ),
+                )),
+                _ => walk.finish(audit_end, "audit row"),
+            };
+            report.push(Trail::Audit, None, found);
+        }
+        let (late,): (i64,) = sqlx::query_as(LINKED_LATE).fetch_one(&mut *$conn).await?;
+        report.linked_late = late.max(0) as u64;
+        report
+    }};
+}
+
+impl ChainReport {
+    fn end_ledger(
+        &mut self,
+        key: (String, String),
+        walk: Walk,
+        ends: &mut HashMap<(String, String), i64>,
+    ) {
+        let end = ends.remove(&key).unwrap_or_default();
+        self.end_ledger_at(key, walk, end);
+    }
+
+    fn end_ledger_at(&mut self, key: (String, String), walk: Walk, end: i64) {
+        let found = walk.finish(end, "entry");
+        self.push(Trail::Ledger, Some(key), found);
+    }
+
+    fn push(
+        &mut self,
+        trail: Trail,
+        key: Option<(String, String)>,
+        found: Option<(BreakKind, Option<i64>, i64, String)>,
+    ) {
+        let Some((kind, row_id, position, detail)) = found else {
+            return;
+        };
+        let (account_id, currency) = key.map_or((None, None), |(a, c)| (Some(a), Some(c)));
+        self.breaks.push(Break {
+            trail,
+            account_id,
+            currency,
+            kind,
+            row_id,
+            position,
+            detail,
+        });
+    }
+}
+
+impl Store {
+    /// Walks every chain (`hookledger verify`). On its own connection, as
+    /// the ledger check: on PostgreSQL in a read-only transaction with the
+    /// check's statement bound.
+    pub async fn verify_chains(&self) -> Result<ChainReport, StoreError> {
+        Ok(match self {
+            Store::Sqlite(pool, ..) => {
+                let mut conn = pool.acquire().await?;
+                walk_all!(conn)
+            }
+            Store::Postgres(pool, ..) => {
+                let mut tx = pool.begin().await?;
+                sqlx::raw_sql(crate::store::check::CHECK_BOUND)
+                    .execute(&mut *tx)
+                    .await?;
+                let report = walk_all!(tx);
+                tx.commit().await?;
+                report
+            }
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! The hash chains (`store::chain`): a database filled by real deliveries
+//! and operator actions verifies clean; each kind of tampering, done with
+//! plain SQL as someone with write access would, is named by `verify` at
+//! the exact row, while the ledger check, which the tampering keeps
+//! consistent, sees nothing; what a version before chains wrote is linked
+//! afterwards.
+
+use futures::future::join_all;
+use hookledger::store::Store;
+use hookledger::store::chain::{BreakKind, ChainReport, Trail};
+use reqwest::StatusCode;
+
+use crate::helpers::{Backend, TestApp, credit_seq, debit_seq, now};
+
+/// Runs one statement of SQL built at run time.
+async fn exec(app: &TestApp, sql: &str) {
+    match app.store() {
+        Store::Sqlite(pool, ..) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(pool)
+            .await
+            .map(drop),
+        Store::Postgres(pool, ..) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(pool)
+            .await
+            .map(drop),
+    }
+    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+}
+
+/// The one-column integer rows `sql` returns.
+async fn ids(app: &TestApp, sql: &str) -> Vec<i64> {
+    let rows: Vec<(i64,)> = match app.store() {
+        Store::Sqlite(pool, ..) => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+                .fetch_all(pool)
+                .await
+        }
+        Store::Postgres(pool, ..) => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+                .fetch_all(pool)
+                .await
+        }
+    }
+    .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    rows.into_iter().map(|(id,)| id).collect()
+}
+
+/// acct_1's USD entries, by number.
+async fn entries_of_acct_1(app: &TestApp) -> Vec<i64> {
+    ids(
+        app,
+        "select entry_id from ledger_entries where account_id = 'acct_1' and currency = 'USD' \
+         order by account_seq",
+    )
+    .await
+}
+
+async fn verify(app: &TestApp) -> ChainReport {
+    app.store().verify_chains().await.expect("verify runs")
+}
+
+/// A database as a running instance leaves it: credits and debits on two
+/// accounts, some of them delivered at once (committed together, as a set
+/// by the group writer), a late debit held then applied by an operator, and
+/// another dismissed; every chain verifies clean.
+async fn filled(backend: Backend) -> TestApp {
+    let app = TestApp::spawn(backend).await;
+    for n in 1..=4 {
+        app.send_ok(&credit_seq(&format!("c1_{n}"), "acct_1", 100 * n, n + 10))
+            .await;
+    }
+    let at_once: Vec<_> = (1..=8)
+        .map(|n| {
+            let account = if n % 2 == 0 { "acct_2" } else { "acct_3" };
+            credit_seq(&format!("c2_{n}"), account, 10 * n, n)
+        })
+        .collect();
+    for answer in join_all(at_once.iter().map(|sample| app.send(sample))).await {
+        assert_eq!(answer.status(), StatusCode::OK);
+    }
+    // Two late debits of acct_1, held: one applied, one dismissed.
+    app.send_ok(&debit_seq("late_1", "acct_1", 50, 1)).await;
+    app.send_ok(&debit_seq("late_2", "acct_1", 70, 2)).await;
+    for (event, action) in [("late_1", "apply"), ("late_2", "dismiss")] {
+        let answer = app
+            .admin_post(
+                &format!("/admin/api/events/demo/{event}/{action}"),
+                r#"{"note": "checked with the customer"}"#,
+            )
+            .await;
+        assert_eq!(answer.status(), StatusCode::OK, "{event} {action}");
+    }
+    app.send_ok(&credit_seq("c1_5", "acct_1", 500, 15)).await;
+    let report = verify(&app).await;
+    assert!(report.is_clean(), "{report:#?}");
+    assert_eq!(report.entries, 14, "{report:#?}");
+    assert_eq!(report.chains, 3, "{report:#?}");
+    assert_eq!(report.audit_rows, 2, "{report:#?}");
+    assert_eq!(report.linked_late, 0);
+    app.assert_invariants().await;
+    app
+}
+
+/// The one break `verify` reports, after the ledger check saw nothing.
+async fn the_break(app: &TestApp) -> hookledger::store::chain::Break {
+    let report = verify(app).await;
+    assert_eq!(report.breaks.len(), 1, "{report:#?}");
+    report.breaks[0].clone()
+}
+
+async fn an_edited_amount_with_its_balance_is_named(backend: Backend) {
+    let app = filled(backend).await;
+    let entries = entries_of_acct_1(&app).await;
+    let edited = entries[1];
+    // 1,000 more on the second entry, every balance after it, the balance
+    // and the intent: the books still add up.
+    exec(
+        &app,
+        &format!(
+            "update ledger_entries set amount_minor = amount_minor + 1000 where entry_id = {edited};
+             update ledger_entries set balance_after_minor = balance_after_minor + 1000
+                 where account_id = 'acct_1' and account_seq >= 2;
+             update balances set balance_minor = balance_minor + 1000 where account_id = 'acct_1';
+             update intents set amount_minor = amount_minor + 1000
+                 where intent_id = (select intent_id from ledger_entries where entry_id = {edited})"
+        ),
+    )
+    .await;
+    app.assert_invariants().await;
+    let found = the_break(&app).await;
+    assert_eq!(found.trail, Trail::Ledger);
+    assert_eq!(found.account_id.as_deref(), Some("acct_1"));
+    assert_eq!(found.kind, BreakKind::Edited, "{found:?}");
+    assert_eq!(found.row_id, Some(edited));
+    assert_eq!(found.position, 2);
+}
+
+async fn a_deleted_entry_is_named_by_its_number_and_neighbours(backend: Backend) {
+    let app = filled(backend).await;
+    let entries = entries_of_acct_1(&app).await;
+    exec(
+        &app,
+        &format!("delete from ledger_entries where entry_id = {}", entries[2]),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.kind, BreakKind::Deleted, "{found:?}");
+    assert_eq!(found.row_id, None);
+    assert_eq!(found.position, 3);
+    assert!(
+        found.detail.contains(&format!(
+            "between entry {} and entry {}",
+            entries[1], entries[3]
+        )),
+        "{found:?}"
+    );
+}
+
+async fn an_inserted_entry_is_named(backend: Backend) {
+    let app = filled(backend).await;
+    // A credit of 10,000 written by hand, next in acct_1's numbers, with
+    // the balance moved to match, on the intent of the dismissed event.
+    exec(
+        &app,
+        "insert into ledger_entries (intent_id, source, event_id, account_id, currency,
+             amount_minor, balance_after_minor, object_id, operator_applied, created_at,
+             account_seq)
+         select i.intent_id, i.source, i.event_id, 'acct_1', 'USD', 10000,
+             b.balance_minor + 10000, null, false, i.first_received_at, b.postings + 1
+         from intents i, balances b
+         where i.event_id = 'late_2' and b.account_id = 'acct_1' and b.currency = 'USD';
+         update balances set balance_minor = balance_minor + 10000, postings = postings + 1
+         where account_id = 'acct_1'",
+    )
+    .await;
+    let inserted = *entries_of_acct_1(&app).await.last().unwrap();
+    let found = the_break(&app).await;
+    assert_eq!(found.kind, BreakKind::Unlinked, "{found:?}");
+    assert_eq!(found.row_id, Some(inserted));
+    // With links copied from the entry before it, it is named all the same.
+    exec(
+        &app,
+        &format!(
+            "update ledger_entries set (prev_hash, entry_hash) =
+                 (select prev_hash, entry_hash from ledger_entries
+                  where account_id = 'acct_1' and account_seq = 5)
+             where entry_id = {inserted}"
+        ),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.row_id, Some(inserted), "{found:?}");
+    assert_eq!(found.position, 7);
+}
+
+async fn two_swapped_entries_are_named(backend: Backend) {
+    let app = filled(backend).await;
+    let entries = entries_of_acct_1(&app).await;
+    let (second, third) = (entries[1], entries[2]);
+    exec(
+        &app,
+        &format!(
+            "update ledger_entries set account_seq = -1 where entry_id = {second};
+             update ledger_entries set account_seq = 2 where entry_id = {third};
+             update ledger_entries set account_seq = 3 where entry_id = {second}"
+        ),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.kind, BreakKind::Reordered, "{found:?}");
+    assert_eq!(found.row_id, Some(third));
+    assert!(
+        found.detail.contains(&format!("entry {second}")),
+        "{found:?}"
+    );
+}
+
+async fn a_deleted_audit_row_is_named(backend: Backend) {
+    let app = filled(backend).await;
+    let audit = ids(&app, "select audit_id from audit_log order by audit_id").await;
+    exec(
+        &app,
+        &format!("delete from audit_log where audit_id = {}", audit[0]),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.trail, Trail::Audit);
+    assert_eq!(found.kind, BreakKind::Deleted, "{found:?}");
+    assert_eq!(found.position, 1);
+    assert!(
+        found
+            .detail
+            .contains(&format!("before audit row {}", audit[1])),
+        "{found:?}"
+    );
+    // The last one deleted too: numbers 1 to 2 are missing.
+    exec(
+        &app,
+        &format!("delete from audit_log where audit_id = {}", audit[1]),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.kind, BreakKind::Deleted, "{found:?}");
+    assert!(found.detail.contains("numbers 1 to 2"), "{found:?}");
+}
+
+async fn an_edited_audit_note_is_named(backend: Backend) {
+    let app = filled(backend).await;
+    let audit = ids(&app, "select audit_id from audit_log order by audit_id").await;
+    exec(
+        &app,
+        &format!(
+            "update audit_log set note = 'as agreed' where audit_id = {}",
+            audit[1]
+        ),
+    )
+    .await;
+    let found = the_break(&app).await;
+    assert_eq!(found.trail, Trail::Audit);
+    assert_eq!(found.kind, BreakKind::Edited, "{found:?}");
+    assert_eq!(found.row_id, Some(audit[1]));
+}
+
+/// A database from before chains (every link cleared) is linked by the
+/// backfill, each row marked linked late; an entry and an audit row an
+/// older version writes meanwhile are linked by the next writer of their
+/// chain.
+async fn what_was_written_without_links_is_linked_after(backend: Backend) {
+    let app = filled(backend).await;
+    exec(
+        &app,
+        "update ledger_entries set prev_hash = null, entry_hash = null;
+         update audit_log set chain_seq = null, prev_hash = null, row_hash = null;
+         update audit_chain set chain_seq = 0, head = null",
+    )
+    .await;
+    let unlinked = verify(&app).await;
+    assert_eq!(unlinked.breaks.len(), 4, "{unlinked:#?}");
+    assert!(
+        unlinked
+            .breaks
+            .iter()
+            .all(|found| found.kind == BreakKind::Unlinked),
+        "{unlinked:#?}"
+    );
+    let linked = app.store().link_unlinked(now()).await.unwrap();
+    assert_eq!(linked.chains, 3);
+    let report = verify(&app).await;
+    assert!(report.is_clean(), "{report:#?}");
+    assert_eq!(report.linked_late, 16);
+    // An older version's entry (no link) and audit row, then this one's.
+    exec(
+        &app,
+        "update ledger_entries set prev_hash = null, entry_hash = null, chained_at = null
+         where account_id = 'acct_1' and account_seq = 6;
+         insert into audit_log (action, source, event_id, previous_status, actor, created_at)
+         select 'dismiss', 'demo', 'late_2', 'stale', 'admin', created_at from audit_log
+         where audit_id = (select max(audit_id) from audit_log)",
+    )
+    .await;
+    assert_eq!(verify(&app).await.breaks.len(), 2);
+    app.send_ok(&credit_seq("c1_6", "acct_1", 600, 16)).await;
+    app.send_ok(&debit_seq("late_3", "acct_1", 1, 3)).await;
+    let answer = app
+        .admin_post(
+            "/admin/api/events/demo/late_3/dismiss",
+            r#"{"note": "a test"}"#,
+        )
+        .await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let report = verify(&app).await;
+    assert!(report.is_clean(), "{report:#?}");
+    assert_eq!(report.linked_late, 17);
+    assert_eq!(report.audit_rows, 4);
+    app.assert_invariants().await;
+}
+
+crate::both_backends!(
+    an_edited_amount_with_its_balance_is_named,
+    a_deleted_entry_is_named_by_its_number_and_neighbours,
+    an_inserted_entry_is_named,
+    two_swapped_entries_are_named,
+    a_deleted_audit_row_is_named,
+    an_edited_audit_note_is_named,
+    what_was_written_without_links_is_linked_after,
+);

@@ -172,5 +172,6 @@ fn api(cfg: &mut web::ServiceConfig) {
         .service(at("/api/metrics").get(dashboard::metrics).finish())
         .service(at("/api/outbox").get(outbox::api).finish())
         .service(at("/api/check").get(dashboard::check).finish())
+        .service(at("/api/verify").get(dashboard::verify).finish())
         .service(at("/api/openapi.json").get(openapi::openapi_json).finish());
 }

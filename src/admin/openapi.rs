@@ -58,6 +58,7 @@ const ADMIN_API: &str = "/admin/api/";
         outbox::api,
         dashboard::metrics,
         dashboard::check,
+        dashboard::verify,
         openapi_json,
     ),
     modifiers(&Shared, &Links),

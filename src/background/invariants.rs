@@ -1,4 +1,5 @@
-//! The ledger invariant check, run at start-up and then every [`INTERVAL`]
+//! The ledger invariant check and the walk of the hash chains (whole at
+//! start-up, then what was written since), run at start-up and then every [`INTERVAL`]
 //! (longer after a long check: [`PAUSE_PER_CHECK`]); its
 //! latest result is kept in the app state's
 //! [`InvariantWatch`](crate::ledger_check::InvariantWatch).
@@ -9,7 +10,8 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use crate::context::Context;
-use crate::ledger_check::LastCheck;
+use crate::ledger_check::{LastCheck, LastVerify};
+use crate::store::chain::ChainCursor;
 
 /// The check reads the whole ledger (linear in its size): often enough to
 /// notice a fault within minutes, rarely enough to cost nothing.
@@ -30,6 +32,9 @@ fn pause_after(took: Duration) -> Duration {
 
 pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
     tokio::spawn(async move {
+        // Where each chain was last seen whole: the first walk (at
+        // start-up) is whole, each later one walks what was written since.
+        let mut cursor = ChainCursor::default();
         loop {
             let started = std::time::Instant::now();
             // What a version before chains wrote (before the upgrade, or
@@ -61,9 +66,31 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 at: context.clock.now(),
                 outcome,
             });
+            verify_chains(&context, &mut cursor).await;
             tokio::time::sleep(pause_after(started.elapsed())).await;
         }
     })
+}
+
+/// Walks the chains from `cursor` (moving it on) and records the result.
+async fn verify_chains(context: &Context, cursor: &mut ChainCursor) {
+    let (entries, outcome) = match context.store.verify_chains_since(cursor).await {
+        Ok(report) => (report.entries, Ok(report.breaks)),
+        Err(error) => (0, Err(error.to_string())),
+    };
+    match &outcome {
+        Ok(breaks) if !breaks.is_empty() => tracing::error!(
+            broken = breaks.len(),
+            "hash chains broken: see /admin/api/verify"
+        ),
+        Err(error) => tracing::warn!("the hash chains could not be walked: {error}"),
+        Ok(_) => {}
+    }
+    context.invariants.record_chains(LastVerify {
+        at: context.clock.now(),
+        entries,
+        outcome,
+    });
 }
 
 #[cfg(test)]

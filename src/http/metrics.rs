@@ -13,7 +13,8 @@ use super::error::ErrorBody;
 use super::token::{bearer_token, check_metrics_token};
 use crate::context::Context;
 use crate::reconcile::states;
-use crate::telemetry::prometheus::{self, ReconcileFigures, Scrape};
+use crate::store::chain::BreakKind;
+use crate::telemetry::prometheus::{self, ChainBreaks, ReconcileFigures, Scrape};
 
 /// The Prometheus text exposition.
 ///
@@ -55,6 +56,19 @@ pub async fn metrics(
             .invariants
             .last()
             .map(|check| (check.at, check.outcome.ok().map(|v| v.len()))),
+        chains: context.invariants.last_chains().map(|walk| {
+            let found = walk.outcome.ok().map(|breaks| {
+                let unlinked = breaks
+                    .iter()
+                    .filter(|b| b.kind == BreakKind::Unlinked)
+                    .count();
+                ChainBreaks {
+                    broken: breaks.len() - unlinked,
+                    unlinked,
+                }
+            });
+            (walk.at, found)
+        }),
         reconcile: reconcile_figures(&context).await?,
     };
     let text = prometheus::render(&context.metrics, &scrape).map_err(|_| ApiError::Internal)?;

@@ -33,8 +33,22 @@ pub struct Scrape {
     /// The latest invariant check: when, and how many violations (`None`:
     /// it could not run).
     pub invariants: Option<(DateTime<Utc>, Option<usize>)>,
+    /// The latest walk of the hash chains: when, and the chains it found
+    /// broken and stopped at a row without a link (`None`: it could not
+    /// run).
+    pub chains: Option<(DateTime<Utc>, Option<ChainBreaks>)>,
     /// One per source that reconciles.
     pub reconcile: Vec<ReconcileFigures>,
+}
+
+/// What the latest walk of the hash chains found.
+#[derive(Debug, Clone, Copy)]
+pub struct ChainBreaks {
+    /// Chains broken: a row edited, deleted, inserted or moved.
+    pub broken: usize,
+    /// Chains that stop at a row without a link (an older version's, until
+    /// the backfill links it; or one written by hand).
+    pub unlinked: usize,
 }
 
 /// A reconciling source's state at scrape time.
@@ -58,6 +72,7 @@ pub fn render(metrics: &Metrics, scrape: &Scrape) -> Result<String, std::fmt::Er
     pool(&mut registry, scrape.pool);
     replication(&mut registry, scrape.replication);
     invariants(&mut registry, scrape);
+    chains(&mut registry, scrape);
     reconcile(&mut registry, metrics, scrape);
     let mut text = String::new();
     prometheus_text::encode(&mut text, &registry)?;
@@ -302,6 +317,31 @@ fn invariants(registry: &mut Registry, scrape: &Scrape) {
         registry,
         "hookledger_invariant_check_age_seconds",
         "Time since the latest invariant check",
+        [(Vec::new(), age_secs(scrape.now, at))],
+    );
+}
+
+fn chains(registry: &mut Registry, scrape: &Scrape) {
+    let Some((at, found)) = scrape.chains else {
+        return;
+    };
+    let count = |n: fn(&ChainBreaks) -> usize| found.as_ref().map_or(-1, |f| n(f) as i64);
+    gauges(
+        registry,
+        "hookledger_chain_breaks",
+        "Hash chains found broken (a row edited, deleted, inserted or moved) at the latest walk (-1: it could not run)",
+        [(Vec::new(), count(|f| f.broken))],
+    );
+    gauges(
+        registry,
+        "hookledger_chain_unlinked",
+        "Hash chains that stop at a row without a link at the latest walk (-1: it could not run)",
+        [(Vec::new(), count(|f| f.unlinked))],
+    );
+    gauges(
+        registry,
+        "hookledger_chain_walk_age_seconds",
+        "Time since the latest walk of the hash chains",
         [(Vec::new(), age_secs(scrape.now, at))],
     );
 }

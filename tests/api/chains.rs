@@ -7,10 +7,11 @@
 
 use futures::future::join_all;
 use hookledger::store::Store;
-use hookledger::store::chain::{BreakKind, ChainReport, Trail};
+use hookledger::store::chain::{BreakKind, ChainCursor, ChainReport, Trail};
 use reqwest::StatusCode;
 
-use crate::helpers::{Backend, TestApp, credit_seq, debit_seq, now};
+use crate::browser::{login, page};
+use crate::helpers::{Backend, TestApp, credit_seq, debit_seq, json_with_status, now};
 
 /// Runs one statement of SQL built at run time.
 async fn exec(app: &TestApp, sql: &str) {
@@ -315,7 +316,108 @@ async fn what_was_written_without_links_is_linked_after(backend: Backend) {
     app.assert_invariants().await;
 }
 
+/// The periodic walk: whole at first, then only what was written since.
+/// An entry changed after it was found whole shows on the next whole walk;
+/// a new entry changed shows at once, and on every walk until it is
+/// mended.
+async fn the_periodic_walk_takes_what_is_new(backend: Backend) {
+    let app = filled(backend).await;
+    let store = app.store();
+    let mut cursor = ChainCursor::default();
+    let first = store.verify_chains_since(&mut cursor).await.unwrap();
+    assert!(first.is_clean(), "{first:#?}");
+    assert_eq!(first.entries, 14);
+    let nothing_new = store.verify_chains_since(&mut cursor).await.unwrap();
+    assert_eq!(nothing_new.entries, 0, "{nothing_new:#?}");
+    assert_eq!(nothing_new.audit_rows, 2, "the audit trail every time");
+
+    exec(
+        &app,
+        "update ledger_entries set amount_minor = amount_minor + 1
+         where account_id = 'acct_1' and account_seq = 1",
+    )
+    .await;
+    app.send_ok(&credit_seq("c1_6", "acct_1", 600, 16)).await;
+    let since = store.verify_chains_since(&mut cursor).await.unwrap();
+    assert!(since.is_clean(), "{since:#?}");
+    // The entry found whole before (6), for its link, and the new one.
+    assert_eq!(since.entries, 2, "{since:#?}");
+    let whole = store.verify_chains().await.unwrap();
+    assert_eq!(whole.breaks.len(), 1, "{whole:#?}");
+    assert_eq!(whole.breaks[0].position, 1);
+
+    app.send_ok(&credit_seq("c1_7", "acct_1", 700, 17)).await;
+    let changed = entries_of_acct_1(&app).await[7];
+    exec(
+        &app,
+        &format!("update ledger_entries set object_id = 'obj_x' where entry_id = {changed}"),
+    )
+    .await;
+    for _ in 0..2 {
+        let since = store.verify_chains_since(&mut cursor).await.unwrap();
+        assert_eq!(since.breaks.len(), 1, "{since:#?}");
+        assert_eq!(since.breaks[0].kind, BreakKind::Edited);
+        assert_eq!(since.breaks[0].row_id, Some(changed));
+    }
+}
+
+/// `GET /admin/api/verify` names the break, and records it: the dashboard
+/// and `/metrics` say it too.
+async fn the_admin_route_the_dashboard_and_the_metrics_say_it(backend: Backend) {
+    let app = filled(backend).await;
+    let cookie = login(&app).await;
+    let whole = json_with_status(app.admin_get("/admin/api/verify").await, StatusCode::OK).await;
+    assert_eq!(whole["ok"], true, "{whole}");
+    assert_eq!(whole["report"]["entries"], 14, "{whole}");
+    let html = page(&app, "/admin", &cookie).await;
+    assert!(
+        html.contains(r#"<p class="notice chains">Hash chains: every chain whole ("#),
+        "{html}"
+    );
+    let audit = ids(&app, "select audit_id from audit_log order by audit_id").await;
+    exec(
+        &app,
+        &format!(
+            "update audit_log set actor = 'someone else' where audit_id = {}",
+            audit[0]
+        ),
+    )
+    .await;
+    let found = json_with_status(app.admin_get("/admin/api/verify").await, StatusCode::OK).await;
+    assert_eq!(found["ok"], false, "{found}");
+    let broken = &found["report"]["breaks"][0];
+    assert_eq!(broken["trail"], "audit", "{found}");
+    assert_eq!(broken["kind"], "edited", "{found}");
+    assert_eq!(broken["row_id"], audit[0], "{found}");
+    let html = page(&app, "/admin", &cookie).await;
+    assert!(
+        html.contains(r#"<p class="error chains">Hash chains: 1 chain(s) broken"#),
+        "{html}"
+    );
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.lines().any(|line| line == "hookledger_chain_breaks 1"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line == "hookledger_chain_unlinked 0"),
+        "{text}"
+    );
+    // The route needs the admin's token.
+    let anonymous = app
+        .client
+        .get(app.url("/admin/api/verify"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
 crate::both_backends!(
+    the_periodic_walk_takes_what_is_new,
+    the_admin_route_the_dashboard_and_the_metrics_say_it,
     an_edited_amount_with_its_balance_is_named,
     a_deleted_entry_is_named_by_its_number_and_neighbours,
     an_inserted_entry_is_named,

@@ -273,7 +273,7 @@ fn the_alert_rules_pass_promtool() {
         .lines()
         .filter_map(|line| line.trim().strip_prefix("- alert: "))
         .collect();
-    assert_eq!(alerts.len(), 12, "{alerts:?}");
+    assert_eq!(alerts.len(), 14, "{alerts:?}");
     for alert in alerts {
         assert!(
             cases.matches(&format!("alertname: {alert}\n")).count() >= 2,

@@ -91,6 +91,32 @@ pub fn invariants(context: &Context, now: DateTime<Utc>) -> (bool, String) {
     }
 }
 
+/// The hash chains' line: whether every chain was whole at the latest
+/// walk, and when that was.
+pub fn chains(context: &Context, now: DateTime<Utc>) -> (bool, String) {
+    let Some(walk) = context.invariants.last_chains() else {
+        return (true, "not walked yet since start".into());
+    };
+    let ago = duration((now - walk.at).num_seconds().max(0));
+    match walk.outcome {
+        Ok(breaks) if breaks.is_empty() => (
+            true,
+            format!(
+                "every chain whole ({} new entries walked {ago} ago)",
+                walk.entries
+            ),
+        ),
+        Ok(breaks) => (
+            false,
+            format!(
+                "{} chain(s) broken, found {ago} ago: see /admin/api/verify",
+                breaks.len()
+            ),
+        ),
+        Err(error) => (false, format!("the walk could not run {ago} ago: {error}")),
+    }
+}
+
 /// The database line: which database, and on PostgreSQL whether a commit
 /// is on a standby before it is answered; false where something is wrong.
 pub fn database(replication: Option<Replication>) -> (bool, String) {

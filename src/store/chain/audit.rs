@@ -31,13 +31,15 @@ pub(in crate::store) struct ChainAuditRow {
     pub created_at: DateTime<Utc>,
     pub prev_hash: Option<Vec<u8>>,
     pub row_hash: Option<Vec<u8>>,
+    /// Linked after it was written (`chained_at` is set).
+    pub linked_late: bool,
 }
 
 /// The columns of `ChainAuditRow`.
 macro_rules! chain_audit_columns {
     () => {
         "audit_id, chain_seq, action, source, event_id, account_id, previous_status, actor, \
-         note, detail, created_at, prev_hash, row_hash"
+         note, detail, created_at, prev_hash, row_hash, (chained_at is not null) as linked_late"
     };
 }
 pub(in crate::store) use chain_audit_columns;

@@ -38,15 +38,51 @@ pub(in crate::store) struct ChainEntryRow {
     pub credits_payment: Option<i64>,
     pub prev_hash: Option<Vec<u8>>,
     pub entry_hash: Option<Vec<u8>>,
+    /// Linked after it was written (`chained_at` is set).
+    pub linked_late: bool,
 }
 
 /// The columns of `ChainEntryRow`, as every statement reading it selects
-/// them.
+/// them (of the table named `$t`, where another has such columns too).
 macro_rules! chain_entry_columns {
     () => {
-        "entry_id, account_id, currency, account_seq, amount_minor, balance_after_minor, \
-         source, event_id, intent_id, created_at, object_id, operator_applied, \
-         credits_payment, prev_hash, entry_hash"
+        chain_entry_columns!("ledger_entries")
+    };
+    ($t:literal) => {
+        concat!(
+            $t,
+            ".entry_id, ",
+            $t,
+            ".account_id, ",
+            $t,
+            ".currency, ",
+            $t,
+            ".account_seq, ",
+            $t,
+            ".amount_minor, ",
+            $t,
+            ".balance_after_minor, ",
+            $t,
+            ".source, ",
+            $t,
+            ".event_id, ",
+            $t,
+            ".intent_id, ",
+            $t,
+            ".created_at, ",
+            $t,
+            ".object_id, ",
+            $t,
+            ".operator_applied, ",
+            $t,
+            ".credits_payment, ",
+            $t,
+            ".prev_hash, ",
+            $t,
+            ".entry_hash, (",
+            $t,
+            ".chained_at is not null) as linked_late"
+        )
     };
 }
 pub(in crate::store) use chain_entry_columns;

@@ -11,4 +11,4 @@ mod verify;
 
 pub use backfill::Backfilled;
 pub use hash::{EntryLinks, Head};
-pub use verify::{Break, BreakKind, ChainReport, Trail};
+pub use verify::{Break, BreakKind, ChainCursor, ChainReport, Trail};

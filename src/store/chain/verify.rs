@@ -14,8 +14,9 @@
 //!   before chains and not linked yet: the backfill links those).
 //!
 //! Reads the chains' ends first (each balance's `postings`, the audit
-//! head), then the rows, each in one ordered pass streamed from the
-//! database: rows written meanwhile only come after the ends read.
+//! head), then the rows, streamed from the database chain by chain, in
+//! order: rows written meanwhile only come after the ends read. Whole, or
+//! from where a `ChainCursor` saw each chain whole (the periodic check).
 
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -23,6 +24,8 @@ use std::pin::Pin;
 
 use futures_core::Stream;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::QueryBuilder;
 
 use super::audit::{ChainAuditRow, chain_audit_columns};
 use super::entries::{ChainEntryRow, chain_entry_columns};
@@ -38,8 +41,9 @@ pub struct ChainReport {
     pub chains: u64,
     /// Audit rows walked.
     pub audit_rows: u64,
-    /// Rows linked after they were written (`chained_at`): the backfill of
-    /// what was written before chains, or an older version's rows.
+    /// Rows walked that were linked after they were written (`chained_at`):
+    /// the backfill of what was written before chains, or an older
+    /// version's rows.
     pub linked_late: u64,
     /// The first break of each chain that has one.
     pub breaks: Vec<Break>,
@@ -149,6 +153,8 @@ struct Walk {
     next: i64,
     last: Link,
     last_id: Option<i64>,
+    /// The first row is the one found whole before.
+    anchor: bool,
     found: Option<(BreakKind, Option<i64>, i64, String)>,
     pending: Option<Pending>,
     /// After a pending break: the links of the rows after it.
@@ -161,13 +167,38 @@ impl Walk {
             next: 1,
             last: GENESIS,
             last_id: None,
+            anchor: false,
             found: None,
             pending: None,
             later: HashMap::new(),
         }
     }
 
+    /// A walk from row `from`, found whole before (0: from the start): its
+    /// first row is taken as it is, for its link.
+    fn from(from: i64) -> Self {
+        Walk {
+            next: from.max(1),
+            anchor: from > 0,
+            ..Walk::new()
+        }
+    }
+
     fn step(&mut self, row: &impl Linked, noun: &str) {
+        if self.anchor {
+            self.anchor = false;
+            if row.seq() == self.next
+                && let Some(own) = row.own()
+            {
+                self.next += 1;
+                self.last = own;
+                self.last_id = Some(row.id());
+                return;
+            }
+            // The row found whole before is gone or unlinked: walk it as
+            // any row, from a link no row has.
+            self.last = [0xff; 32];
+        }
         if self.pending.is_some() {
             if let Some(own) = row.own() {
                 self.later.insert(own, row.id());
@@ -303,10 +334,18 @@ fn between(noun: &str, before: Option<i64>, after: Option<i64>) -> String {
 const CHAIN_ENDS: &str = "select account_id, currency, postings from balances";
 const AUDIT_END: &str = "select chain_seq from audit_chain where chain_id = 1";
 
-const ENTRIES: &str = concat!(
-    "select ",
-    chain_entry_columns!(),
-    " from ledger_entries order by account_id, currency, account_seq"
+/// The entries of the chains in `c` (pushed values: account, currency,
+/// the number to start from), each chain in order. By the ledger's unique
+/// key (account, currency, number).
+const ENTRIES_FROM: (&str, &str) = (
+    "with c (account_id, currency, from_seq) as (",
+    concat!(
+        ") select ",
+        chain_entry_columns!("e"),
+        " from ledger_entries e join c on e.account_id = c.account_id \
+         and e.currency = c.currency and e.account_seq >= c.from_seq \
+         order by e.account_id, e.currency, e.account_seq"
+    ),
 );
 const AUDIT_ROWS: &str = concat!(
     "select ",
@@ -318,98 +357,158 @@ const FIRST_UNLINKED_AUDIT: &str = concat!(
     chain_audit_columns!(),
     " from audit_log where chain_seq is null order by audit_id limit 1"
 );
-const LINKED_LATE: &str = "
-select (select count(*) from ledger_entries where chained_at is not null)
-    + (select count(*) from audit_log where chained_at is not null)";
 
-/// Walks every chain on `$conn`, into a report.
-macro_rules! walk_all {
-    ($conn:expr) => {{
-        let ends: Vec<(String, String, i64)> =
-            sqlx::query_as(CHAIN_ENDS).fetch_all(&mut *$conn).await?;
-        let mut ends: HashMap<(String, String), i64> = ends
-            .into_iter()
-            .map(|(account, currency, postings)| ((account, currency), postings))
-            .collect();
-        let (audit_end,): (i64,) = sqlx::query_as(AUDIT_END).fetch_one(&mut *$conn).await?;
-        let mut report = ChainReport::default();
-        {
-            let mut rows = sqlx::query_as::<_, ChainEntryRow>(ENTRIES).fetch(&mut *$conn);
-            let mut chain: Option<((String, String), Walk)> = None;
+/// Chains walked per statement (three values each).
+const CHAINS_PER_STATEMENT: usize = 10_000;
+
+/// Where each ledger chain was last found whole: the number of its last
+/// entry then, by a digest of its (account, currency). The periodic check
+/// keeps one and walks only the entries written since (from the last one
+/// found whole, whose link the next must name); an empty one walks all.
+#[derive(Debug, Default)]
+pub struct ChainCursor {
+    whole_to: HashMap<u64, i64>,
+}
+
+fn digest(account: &str, currency: &str) -> u64 {
+    let mut hash = Sha256::new();
+    for part in [account, currency] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    let bytes: [u8; 32] = hash.finalize().into();
+    u64::from_be_bytes(bytes[..8].try_into().unwrap_or_default())
+}
+
+type Key = (String, String);
+
+/// A chain to walk: where it starts and the number it must reach.
+struct ToWalk {
+    key: Key,
+    from: i64,
+    end: i64,
+}
+
+/// Walks the chains of `$todo` (`ToWalk`s) on `$conn`, a statement per
+/// chunk, into `$report`; returns each whole chain's last number.
+macro_rules! walk_ledger {
+    ($conn:expr, $todo:expr, $report:expr) => {{
+        let mut whole: Vec<(Key, i64)> = Vec::new();
+        for chunk in $todo.chunks(CHAINS_PER_STATEMENT) {
+            let mut walks: HashMap<Key, Walk> = chunk
+                .iter()
+                .map(|one| (one.key.clone(), Walk::from(one.from)))
+                .collect();
+            let mut query = QueryBuilder::new(ENTRIES_FROM.0);
+            query.push_values(chunk, |mut row, one| {
+                row.push_bind(one.key.0.as_str())
+                    .push_bind(one.key.1.as_str())
+                    .push_bind(one.from.max(1));
+            });
+            query.push(ENTRIES_FROM.1);
+            let mut rows = query
+                .build_query_as::<ChainEntryRow>()
+                .persistent(false)
+                .fetch(&mut *$conn);
             while let Some(row) = next(&mut rows).await.transpose()? {
-                report.entries += 1;
+                $report.entries += 1;
+                $report.linked_late += u64::from(row.linked_late);
                 let key = (row.account_id.clone(), row.currency.clone());
-                if chain.as_ref().is_none_or(|(current, _)| *current != key) {
-                    if let Some((done, walk)) = chain.take() {
-                        report.end_ledger(done, walk, &mut ends);
-                    }
-                    report.chains += 1;
-                    chain = Some((key, Walk::new()));
-                }
-                if let Some((_, walk)) = chain.as_mut() {
+                if let Some(walk) = walks.get_mut(&key) {
                     walk.step(&row, "entry");
                 }
             }
-            if let Some((done, walk)) = chain.take() {
-                report.end_ledger(done, walk, &mut ends);
-            }
-        }
-        // Balances with postings and no entry at all.
-        let mut empty: Vec<_> = ends.into_iter().filter(|(_, end)| *end > 0).collect();
-        empty.sort();
-        for (key, end) in empty {
-            report.end_ledger_at(key, Walk::new(), end);
-        }
-        {
-            let mut walk = Walk::new();
-            let mut rows = sqlx::query_as::<_, ChainAuditRow>(AUDIT_ROWS).fetch(&mut *$conn);
-            while let Some(row) = next(&mut rows).await.transpose()? {
-                report.audit_rows += 1;
-                walk.step(&row, "audit row");
-            }
             drop(rows);
-            let unlinked: Option<ChainAuditRow> =
-                sqlx::query_as(FIRST_UNLINKED_AUDIT).fetch_optional(&mut *$conn).await?;
-            let found = match unlinked {
-                Some(row) if walk.found.is_none() && walk.pending.is_none() => Some((
-                    BreakKind::Unlinked,
-                    Some(row.audit_id),
-                    0,
-                    format!(
-                        "audit row {} has no link: written by hand, or by a version before chains and not linked yet",
-                        row.audit_id
-                    ),
-                )),
-                _ => walk.finish(audit_end, "audit row"),
-            };
-            report.push(Trail::Audit, None, found);
+            for one in chunk {
+                let Some(walk) = walks.remove(&one.key) else {
+                    continue;
+                };
+                $report.chains += 1;
+                let reached = walk.next - 1;
+                match walk.finish(one.end, "entry") {
+                    None => whole.push((one.key.clone(), reached)),
+                    found => $report.push(Trail::Ledger, Some(one.key.clone()), found),
+                }
+            }
         }
-        let (late,): (i64,) = sqlx::query_as(LINKED_LATE).fetch_one(&mut *$conn).await?;
-        report.linked_late = late.max(0) as u64;
+        whole
+    }};
+}
+
+/// Walks the audit trail whole on `$conn` into `$report`.
+macro_rules! walk_audit {
+    ($conn:expr, $report:expr) => {{
+        let (end,): (i64,) = sqlx::query_as(AUDIT_END).fetch_one(&mut *$conn).await?;
+        let mut walk = Walk::new();
+        let mut rows = sqlx::query_as::<_, ChainAuditRow>(AUDIT_ROWS).fetch(&mut *$conn);
+        while let Some(row) = next(&mut rows).await.transpose()? {
+            $report.audit_rows += 1;
+            $report.linked_late += u64::from(row.linked_late);
+            walk.step(&row, "audit row");
+        }
+        drop(rows);
+        let unlinked: Option<ChainAuditRow> = sqlx::query_as(FIRST_UNLINKED_AUDIT)
+            .fetch_optional(&mut *$conn)
+            .await?;
+        let found = match unlinked {
+            Some(row) if walk.found.is_none() && walk.pending.is_none() => Some((
+                BreakKind::Unlinked,
+                Some(row.audit_id),
+                0,
+                format!(
+                    "audit row {} has no link: written by hand, or by a version before chains \
+                     and not linked yet",
+                    row.audit_id
+                ),
+            )),
+            _ => walk.finish(end, "audit row"),
+        };
+        $report.push(Trail::Audit, None, found);
+    }};
+}
+
+/// The chains' ends first, then what `cursor` has not seen whole yet.
+macro_rules! verify_on {
+    ($conn:expr, $cursor:expr) => {{
+        let ends: Vec<(String, String, i64)> =
+            sqlx::query_as(CHAIN_ENDS).fetch_all(&mut *$conn).await?;
+        let todo: Vec<ToWalk> = ends
+            .into_iter()
+            .filter_map(|(account, currency, end)| {
+                let from = $cursor
+                    .whole_to
+                    .get(&digest(&account, &currency))
+                    .copied()
+                    .unwrap_or(0);
+                (end > from).then(|| ToWalk {
+                    key: (account, currency),
+                    from,
+                    end,
+                })
+            })
+            .collect();
+        let mut report = ChainReport::default();
+        let whole = walk_ledger!($conn, todo, report);
+        walk_audit!($conn, report);
+        for ((account, currency), to) in whole {
+            $cursor.whole_to.insert(digest(&account, &currency), to);
+        }
+        report.breaks.sort_by(|a, b| {
+            (a.trail as u8, &a.account_id, &a.currency).cmp(&(
+                b.trail as u8,
+                &b.account_id,
+                &b.currency,
+            ))
+        });
         report
     }};
 }
 
 impl ChainReport {
-    fn end_ledger(
-        &mut self,
-        key: (String, String),
-        walk: Walk,
-        ends: &mut HashMap<(String, String), i64>,
-    ) {
-        let end = ends.remove(&key).unwrap_or_default();
-        self.end_ledger_at(key, walk, end);
-    }
-
-    fn end_ledger_at(&mut self, key: (String, String), walk: Walk, end: i64) {
-        let found = walk.finish(end, "entry");
-        self.push(Trail::Ledger, Some(key), found);
-    }
-
     fn push(
         &mut self,
         trail: Trail,
-        key: Option<(String, String)>,
+        key: Option<Key>,
         found: Option<(BreakKind, Option<i64>, i64, String)>,
     ) {
         let Some((kind, row_id, position, detail)) = found else {
@@ -429,21 +528,31 @@ impl ChainReport {
 }
 
 impl Store {
-    /// Walks every chain (`hookledger verify`). On its own connection, as
-    /// the ledger check: on PostgreSQL in a read-only transaction with the
-    /// check's statement bound.
+    /// Walks every chain whole (`hookledger verify`, the admin's route).
     pub async fn verify_chains(&self) -> Result<ChainReport, StoreError> {
+        self.verify_chains_since(&mut ChainCursor::default()).await
+    }
+
+    /// Walks what `cursor` has not seen whole (the periodic check: the
+    /// entries written since its last run, and the audit trail), and
+    /// moves it on to where each chain is now whole. On its own connection,
+    /// as the ledger check: on PostgreSQL in a read-only transaction with
+    /// the check's statement bound.
+    pub async fn verify_chains_since(
+        &self,
+        cursor: &mut ChainCursor,
+    ) -> Result<ChainReport, StoreError> {
         Ok(match self {
             Store::Sqlite(pool, ..) => {
                 let mut conn = pool.acquire().await?;
-                walk_all!(conn)
+                verify_on!(conn, cursor)
             }
             Store::Postgres(pool, ..) => {
                 let mut tx = pool.begin().await?;
                 sqlx::raw_sql(crate::store::check::CHECK_BOUND)
                     .execute(&mut *tx)
                     .await?;
-                let report = walk_all!(tx);
+                let report = verify_on!(tx, cursor);
                 tx.commit().await?;
                 report
             }

@@ -137,6 +137,7 @@ impl Application {
             context.clone().into_inner(),
             config.limits.log_summary,
             config.retention,
+            config.anchors.clone(),
         );
         let relays = spawn_relays(&config, &store, relay_metrics);
         let server = server::http_server(listener, &config, context.clone(), lifetime)

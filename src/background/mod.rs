@@ -1,8 +1,10 @@
 //! The tasks a server runs beside its requests: the drain of parked events,
-//! the log budget's summaries, retention, and the invariant check. Started
+//! the log budget's summaries, retention, the invariant check and the
+//! anchors of the hash chains. Started
 //! together, stopped together at shutdown (a step cut there rolls back
 //! whole; the next start finds it).
 
+mod anchors;
 mod drain;
 mod invariants;
 mod reconcile;
@@ -13,7 +15,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::config::Retention;
+use crate::config::{Anchors, Retention};
 use crate::context::Context;
 
 pub struct Background {
@@ -21,13 +23,19 @@ pub struct Background {
 }
 
 impl Background {
-    pub fn spawn(context: Arc<Context>, log_summary: Duration, retention: Retention) -> Self {
+    pub fn spawn(
+        context: Arc<Context>,
+        log_summary: Duration,
+        retention: Retention,
+        anchors: Anchors,
+    ) -> Self {
         // The drain sweeps at once: releases a crash interrupted are
         // finished first.
         let mut tasks = vec![
             drain::spawn(context.clone()),
             log_summaries(context.clone(), log_summary),
             invariants::spawn(context.clone()),
+            anchors::spawn(context.clone(), anchors),
         ];
         tasks.extend(reconcile::spawn(&context));
         tasks.extend(retention::spawn(context, retention));

@@ -1,5 +1,6 @@
 //! The command line: `serve` (the default), `relay`, `outbox replay`,
-//! `outbox move`, `init`, `check-config`, `migrate`, `check`, `verify`, `events`,
+//! `outbox move`, `init`, `check-config`, `migrate`, `check`, `verify`,
+//! `anchor`, `events`,
 //! `replay`, `accounts`, `backup`, `send`, `bench`, `config-schema`.
 
 mod banner;
@@ -76,6 +77,16 @@ pub enum Command {
         /// ahead and not compatible (`serve` refuses to start).
         #[arg(long)]
         check: bool,
+        /// The database to migrate, as its owner (instead of the config's
+        /// `database_url`, which `serve` connects with).
+        #[arg(long, value_name = "OWNER_URL")]
+        database: Option<String>,
+        /// PostgreSQL: after migrating, grant this role what `serve` needs
+        /// and nothing more (no DDL, no update or delete of a ledger entry
+        /// or an audit row), taking back whatever else it had on the
+        /// tables; the role must exist.
+        #[arg(long, value_name = "ROLE", conflicts_with = "check")]
+        serving_role: Option<String>,
     },
     /// Check the ledger invariants (as /admin/api/check does), print them as
     /// JSON; exit 1 if any is violated.
@@ -84,7 +95,18 @@ pub enum Command {
     /// print the first break of each as JSON: an edited, deleted,
     /// inserted or reordered row, named by its id; exit 1 if any chain is
     /// broken.
-    Verify,
+    Verify {
+        /// Also check the database against an anchor taken earlier (a file
+        /// from `anchors.dir` or `hookledger anchor`): its signature with
+        /// `anchors.key`, and that every head it names is still there with
+        /// the same link, which catches a history rewritten with its links.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+    },
+    /// Print an anchor of the hash chains now, as JSON: every chain's head
+    /// and their digest, signed with `anchors.key` when it is set. Keep it
+    /// outside the database, for `verify --against`.
+    Anchor,
     /// List stored events, newest first, filtered as on the admin's events
     /// page.
     Events(views::EventsArgs),
@@ -147,8 +169,15 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
         Command::Outbox {
             command: outbox::OutboxCommand::Move(args),
         } => outbox_move::run(load(&cli.config)?, args).await,
-        Command::Migrate { check } => {
-            let config = load(&cli.config)?;
+        Command::Migrate {
+            check,
+            database,
+            serving_role,
+        } => {
+            let mut config = load(&cli.config)?;
+            if let Some(owner) = database {
+                config.database_url = owner;
+            }
             let store = connect_store(&config).await.map_err(StartupError::from)?;
             if check {
                 return check_schema(&store).await;
@@ -168,10 +197,18 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
             if linked.chains > 0 {
                 println!("linked the unlinked entries of {} chain(s)", linked.chains);
             }
+            if let Some(role) = serving_role {
+                store
+                    .grant_serving_role(&role)
+                    .await
+                    .map_err(CliError::Check)?;
+                println!("granted {role} what serve needs, and nothing more");
+            }
             Ok(())
         }
         Command::Check => check(load(&cli.config)?).await,
-        Command::Verify => verify(load(&cli.config)?).await,
+        Command::Verify { against } => verify(load(&cli.config)?, against).await,
+        Command::Anchor => anchor(load(&cli.config)?).await,
         Command::Events(args) => views::events(load(&cli.config)?, args).await,
         Command::Replay(args) => replay::run(load(&cli.config)?, *args).await,
         Command::Reconcile(args) => reconcile::run(load(&cli.config)?, *args).await,
@@ -233,29 +270,70 @@ async fn check_schema(store: &crate::store::Store) -> Result<(), CliError> {
 /// Migrates first (as `serve` does, so a new database checks clean), then
 /// runs the check once.
 async fn check(config: Config) -> Result<(), CliError> {
-    let store = connect_store(&config).await.map_err(StartupError::from)?;
-    store.migrate().await.map_err(StartupError::from)?;
+    let store = migrated(&config).await?;
     let violations = store.check_invariants().await.map_err(CliError::Check)?;
-    let report = serde_json::json!({"ok": violations.is_empty(), "violations": violations});
-    println!("{report:#}");
-    if violations.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Violations(violations.len()))
-    }
+    let found = violations.len();
+    let report = serde_json::json!({"ok": found == 0, "violations": violations});
+    answer(&report, found, CliError::Violations)
 }
 
-/// Migrates first (as `check`), then walks every chain once.
-async fn verify(config: Config) -> Result<(), CliError> {
-    let store = connect_store(&config).await.map_err(StartupError::from)?;
+/// Migrates first (as `check`), then walks every chain once; with
+/// `against`, checks the anchor in that file too.
+async fn verify(config: Config, against: Option<PathBuf>) -> Result<(), CliError> {
+    let anchor = match &against {
+        Some(path) => {
+            let text = std::fs::read(path)
+                .map_err(|e| CliError::Init(format!("{}: {e}", path.display())))?;
+            let anchor: crate::store::chain::Anchor = serde_json::from_slice(&text)
+                .map_err(|e| CliError::Init(format!("{}: not an anchor: {e}", path.display())))?;
+            let key = config.anchors.key.as_ref().map(|k| k.expose().as_bytes());
+            anchor
+                .check(key)
+                .map_err(|e| CliError::Init(format!("{}: {e}", path.display())))?;
+            Some(anchor)
+        }
+        None => None,
+    };
+    let store = migrated(&config).await?;
+    let mut report = store.verify_chains().await.map_err(CliError::Check)?;
+    if let Some(anchor) = &anchor {
+        let rewritten = store.check_anchor(anchor).await.map_err(CliError::Check)?;
+        report.breaks.extend(rewritten);
+    }
+    let found = report.breaks.len();
+    let text = serde_json::json!({"ok": found == 0, "report": report});
+    answer(&text, found, CliError::Broken)
+}
+
+/// An anchor of the chains now, on stdout.
+async fn anchor(config: Config) -> Result<(), CliError> {
+    let store = migrated(&config).await?;
+    let key = config.anchors.key.as_ref().map(|k| k.expose().as_bytes());
+    let anchor = store
+        .anchor(chrono::Utc::now(), key)
+        .await
+        .map_err(CliError::Check)?;
+    let text = serde_json::to_string_pretty(&anchor).map_err(|e| CliError::Init(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+async fn migrated(config: &Config) -> Result<crate::store::Store, CliError> {
+    let store = connect_store(config).await.map_err(StartupError::from)?;
     store.migrate().await.map_err(StartupError::from)?;
-    let report = store.verify_chains().await.map_err(CliError::Check)?;
-    let text = serde_json::json!({"ok": report.is_clean(), "report": report});
-    println!("{text:#}");
-    if report.is_clean() {
-        Ok(())
-    } else {
-        Err(CliError::Broken(report.breaks.len()))
+    Ok(store)
+}
+
+/// Prints `report`; an error (exit 1) naming `found` if it found any.
+fn answer(
+    report: &serde_json::Value,
+    found: usize,
+    error: fn(usize) -> CliError,
+) -> Result<(), CliError> {
+    println!("{report:#}");
+    match found {
+        0 => Ok(()),
+        found => Err(error(found)),
     }
 }
 

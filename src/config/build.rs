@@ -14,8 +14,10 @@ use super::error::{ConfigError, Problems};
 use super::generated::Flavor;
 use super::raw::{RawConfig, RawSource};
 use super::scopes::scope_warnings;
-use super::secrets::{SelfManaged, generate, origin_of, placeholder_warnings, resolve_token};
-use super::settings::{AdminSettings, Config, Retention};
+use super::secrets::{
+    SelfManaged, generate, origin_of, placeholder_warnings, resolve_secret, resolve_token,
+};
+use super::settings::{AdminSettings, Anchors, Config, Retention};
 use super::sources::build_sources;
 use super::{defaults, limits};
 use crate::secret::Secret;
@@ -44,6 +46,7 @@ pub(super) fn build(
     let mut warnings = placeholder_warnings(&raw);
     let server = server(&mut raw, &mut problems);
     let retention = retention(&raw, &mut problems);
+    let anchors = anchors(&mut raw, env, &mut problems);
     let limits = problems.take(limits::build(&raw.limits));
     let (database_url, database) = database(&mut raw, &data_dir, &mut problems);
     let sources = problems.take(build_sources(std::mem::take(&mut raw.sources), env));
@@ -83,6 +86,7 @@ pub(super) fn build(
         shutdown_timeout: server.shutdown_timeout,
         drain: server.drain,
         retention,
+        anchors,
         workers: server.workers,
         database,
         admin: AdminSettings {
@@ -200,6 +204,34 @@ fn server(raw: &mut RawConfig, problems: &mut Problems) -> Server {
         shutdown_timeout: Duration::from_secs(shutdown_timeout_secs),
         drain: Duration::from_secs(drain_secs),
         workers: raw.workers.filter(|w| *w > 0).map(|w| w as usize),
+    }
+}
+
+fn anchors(raw: &mut RawConfig, env: Env<'_>, problems: &mut Problems) -> Anchors {
+    let key = raw.anchors.key.take().and_then(|key| {
+        problems.take(resolve_secret(&key, env, "anchors.key").and_then(|key| {
+            match key.expose().len() {
+                32.. => Ok(key),
+                _ => Err(ConfigError::new(
+                    "anchors.key",
+                    "must be at least 32 characters",
+                )),
+            }
+        }))
+    });
+    let interval_secs = problems
+        .within(
+            "anchors.interval_secs",
+            raw.anchors
+                .interval_secs
+                .unwrap_or(defaults::ANCHORS_INTERVAL_SECS.default),
+            defaults::ANCHORS_INTERVAL_SECS.range(),
+        )
+        .unwrap_or(defaults::ANCHORS_INTERVAL_SECS.default);
+    Anchors {
+        key,
+        dir: raw.anchors.dir.take().map(PathBuf::from),
+        interval: Duration::from_secs(interval_secs),
     }
 }
 

@@ -60,6 +60,12 @@ pub const RETENTION_PURGE_INTERVAL_SECS: Knob = Knob {
     max: DAY_SECS,
 };
 
+pub const ANCHORS_INTERVAL_SECS: Knob = Knob {
+    default: 3600,
+    min: 60,
+    max: DAY_SECS,
+};
+
 pub const DATABASE_MAX_CONNECTIONS: Knob = Knob {
     default: 10,
     min: 1,

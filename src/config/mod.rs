@@ -38,7 +38,7 @@ pub use limits::Limits;
 use raw::RawConfig;
 pub use scopes::scope_warnings;
 pub use secrets::{SelfManaged, generate_admin_token, resolve_secret};
-pub use settings::{AdminSettings, Config, Retention};
+pub use settings::{AdminSettings, Anchors, Config, Retention};
 
 /// The file read when neither `--config` nor `HOOKLEDGER_CONFIG` is given.
 pub const DEFAULT_CONFIG_FILE: &str = "hookledger.toml";

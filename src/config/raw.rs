@@ -52,6 +52,10 @@ pub struct RawConfig {
     /// How long stored payloads and delivered outbox rows are kept.
     #[serde(default)]
     pub retention: RawRetention,
+    /// Anchors of the hash chains' heads, kept outside the database
+    /// (docs/operating/chains.md).
+    #[serde(default)]
+    pub anchors: RawAnchors,
     /// One endpoint each, `POST /webhooks/<name>`.
     #[serde(default)]
     pub sources: Vec<RawSource>,
@@ -121,6 +125,22 @@ pub struct RawRetention {
     /// How often the purge runs (also at start-up).
     #[schemars(extend("default" = defaults::RETENTION_PURGE_INTERVAL_SECS.default, "minimum" = defaults::RETENTION_PURGE_INTERVAL_SECS.min, "maximum" = defaults::RETENTION_PURGE_INTERVAL_SECS.max))]
     pub purge_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawAnchors {
+    /// The key anchors are signed with (HMAC-SHA256; at least 32
+    /// characters, `env:NAME` allowed). Never stored in the database; keep
+    /// it where a person who can write to the database cannot read it.
+    pub key: Option<String>,
+    /// A folder each anchor is also written to as a JSON file
+    /// (`anchor-<time>.json`), for `hookledger verify --against`; by
+    /// default anchors go to the log only.
+    pub dir: Option<String>,
+    /// How often an anchor is taken (also at start-up).
+    #[schemars(extend("default" = defaults::ANCHORS_INTERVAL_SECS.default, "minimum" = defaults::ANCHORS_INTERVAL_SECS.min, "maximum" = defaults::ANCHORS_INTERVAL_SECS.max))]
+    pub interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -30,6 +30,9 @@ pub(super) fn placeholder_warnings(raw: &RawConfig) -> Vec<String> {
     if let Some(token) = &raw.metrics.token {
         values.push(("metrics.token".to_owned(), token));
     }
+    if let Some(key) = &raw.anchors.key {
+        values.push(("anchors.key".to_owned(), key));
+    }
     for source in &raw.sources {
         for (i, secret) in source.secrets.iter().enumerate() {
             values.push((format!("sources[{}].secrets[{i}]", source.name), secret));

@@ -31,6 +31,7 @@ pub struct Config {
     /// stops accepting and the shutdown bound starts.
     pub drain: Duration,
     pub retention: Retention,
+    pub anchors: Anchors,
     /// actix worker threads; `None` means one per core.
     pub workers: Option<usize>,
     pub database: PoolSettings,
@@ -84,6 +85,16 @@ pub struct Retention {
     pub outbox_days: u32,
     /// How often the purge runs.
     pub purge_interval: Duration,
+}
+
+/// Anchors of the hash chains' heads (docs/operating/chains.md).
+#[derive(Debug, Clone)]
+pub struct Anchors {
+    /// Signs each anchor; none: anchors are taken unsigned.
+    pub key: Option<Secret>,
+    /// Where each anchor is also written as a file.
+    pub dir: Option<PathBuf>,
+    pub interval: Duration,
 }
 
 #[derive(Debug, Clone)]

@@ -232,3 +232,29 @@ fn a_square_source_needs_its_notification_url() {
     );
     assert!(config("notification_url = \"https://hooks.example.com/sq\"").is_ok());
 }
+
+#[test]
+fn the_anchor_key_is_resolved_and_must_be_long() {
+    let source = "[[sources]]\nname = \"demo\"\nkind = \"standard-webhooks\"\n\
+                  secrets = [\"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"]\n";
+    let unsigned = parse(source, &[]).unwrap();
+    assert!(unsigned.anchors.key.is_none());
+    assert_eq!(unsigned.anchors.interval.as_secs(), 3600);
+    let from_env = parse(
+        &format!("[anchors]\nkey = \"env:ANCHOR_KEY\"\ninterval_secs = 600\n{source}"),
+        &[("ANCHOR_KEY", "a key of thirty-two characters!!")],
+    )
+    .unwrap();
+    assert_eq!(
+        from_env.anchors.key.unwrap().expose(),
+        "a key of thirty-two characters!!"
+    );
+    assert_eq!(from_env.anchors.interval.as_secs(), 600);
+    let short = parse(
+        &format!("[anchors]\nkey = \"sixteen chars!!!\"\ninterval_secs = 5\n{source}"),
+        &[],
+    )
+    .unwrap_err();
+    let problems: Vec<String> = short.all().map(|e| e.key.clone()).collect();
+    assert_eq!(problems, ["anchors.key", "anchors.interval_secs"]);
+}

@@ -23,6 +23,7 @@ mod read_only;
 mod reconcile;
 mod recycle;
 mod retention;
+mod roles;
 mod rows;
 mod schema;
 mod write;

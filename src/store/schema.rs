@@ -130,6 +130,12 @@ impl Store {
         if let Some(refusal) = state.refusal() {
             return Err(StoreError::Schema(refusal));
         }
+        if state.pending.is_empty() {
+            // Nothing to apply: no statement at all, not even sqlx's
+            // `create table if not exists` of its own table, which a
+            // serving role without DDL rights is refused (`store::roles`).
+            return Ok(state);
+        }
         let mut migrator = self.migrator();
         // Migrations applied that this binary does not know are the newer
         // release's (checked just above).

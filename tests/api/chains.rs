@@ -5,16 +5,27 @@
 //! consistent, sees nothing; what a version before chains wrote is linked
 //! afterwards.
 
+use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use hookledger::store::Store;
-use hookledger::store::chain::{BreakKind, ChainCursor, ChainReport, Trail};
+use hookledger::store::chain::hash::{EntryContent, GENESIS, entry_link};
+use hookledger::store::chain::{Anchor, BreakKind, ChainCursor, ChainReport, Trail};
 use reqwest::StatusCode;
 
+use crate::app_config::Options;
 use crate::browser::{login, page};
 use crate::helpers::{Backend, TestApp, credit_seq, debit_seq, json_with_status, now};
+use crate::process::run_with_config;
 
-/// Runs one statement of SQL built at run time.
-async fn exec(app: &TestApp, sql: &str) {
+/// Runs SQL built at run time.
+pub async fn exec(app: &TestApp, sql: &str) {
+    try_exec(app, sql)
+        .await
+        .unwrap_or_else(|error| panic!("{sql}: {error}"));
+}
+
+/// Runs SQL built at run time: what the database said.
+pub async fn try_exec(app: &TestApp, sql: &str) -> Result<(), sqlx::Error> {
     match app.store() {
         Store::Sqlite(pool, ..) => sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
             .execute(pool)
@@ -25,7 +36,6 @@ async fn exec(app: &TestApp, sql: &str) {
             .await
             .map(drop),
     }
-    .unwrap_or_else(|error| panic!("{sql}: {error}"));
 }
 
 /// The one-column integer rows `sql` returns.
@@ -66,6 +76,12 @@ async fn verify(app: &TestApp) -> ChainReport {
 /// another dismissed; every chain verifies clean.
 async fn filled(backend: Backend) -> TestApp {
     let app = TestApp::spawn(backend).await;
+    fill(&app).await;
+    app
+}
+
+/// What [`filled`] writes, through `app`.
+pub async fn fill(app: &TestApp) {
     for n in 1..=4 {
         app.send_ok(&credit_seq(&format!("c1_{n}"), "acct_1", 100 * n, n + 10))
             .await;
@@ -92,14 +108,13 @@ async fn filled(backend: Backend) -> TestApp {
         assert_eq!(answer.status(), StatusCode::OK, "{event} {action}");
     }
     app.send_ok(&credit_seq("c1_5", "acct_1", 500, 15)).await;
-    let report = verify(&app).await;
+    let report = verify(app).await;
     assert!(report.is_clean(), "{report:#?}");
     assert_eq!(report.entries, 14, "{report:#?}");
     assert_eq!(report.chains, 3, "{report:#?}");
     assert_eq!(report.audit_rows, 2, "{report:#?}");
     assert_eq!(report.linked_late, 0);
     app.assert_invariants().await;
-    app
 }
 
 /// The one break `verify` reports, after the ledger check saw nothing.
@@ -415,7 +430,173 @@ async fn the_admin_route_the_dashboard_and_the_metrics_say_it(backend: Backend) 
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 }
 
+const ANCHOR_KEY: &str = "an anchor key of 32 characters!!";
+
+/// Computes every link of acct_1's USD chain again over the entries as
+/// they are now, as someone who rewrites a history and knows how links
+/// are made would.
+async fn relink_acct_1(app: &TestApp) {
+    let rows: Vec<RelinkedRow> = match app.store() {
+        Store::Sqlite(pool, ..) => sqlx::query_as(RELINKED).fetch_all(pool).await,
+        Store::Postgres(pool, ..) => sqlx::query_as(RELINKED).fetch_all(pool).await,
+    }
+    .unwrap();
+    let mut prev = GENESIS;
+    for (
+        id,
+        account,
+        currency,
+        seq,
+        amount,
+        after,
+        source,
+        event,
+        intent,
+        at,
+        object,
+        by_hand,
+        paid,
+    ) in &rows
+    {
+        let own = entry_link(
+            &EntryContent {
+                account_id: account,
+                currency,
+                account_seq: *seq,
+                amount_minor: *amount,
+                balance_after_minor: *after,
+                source,
+                event_id: event,
+                intent_id: *intent,
+                created_at: *at,
+                object_id: object.as_deref(),
+                operator_applied: *by_hand,
+                credits_payment: *paid,
+            },
+            &prev,
+        );
+        let update =
+            "update ledger_entries set prev_hash = $1, entry_hash = $2 where entry_id = $3";
+        match app.store() {
+            Store::Sqlite(pool, ..) => sqlx::query(update)
+                .bind(&prev[..])
+                .bind(&own[..])
+                .bind(id)
+                .execute(pool)
+                .await
+                .map(drop),
+            Store::Postgres(pool, ..) => sqlx::query(update)
+                .bind(&prev[..])
+                .bind(&own[..])
+                .bind(id)
+                .execute(pool)
+                .await
+                .map(drop),
+        }
+        .unwrap();
+        prev = own;
+    }
+}
+
+/// A row of `RELINKED`: an entry's id and what its link covers.
+type RelinkedRow = (
+    i64,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    String,
+    String,
+    i64,
+    DateTime<Utc>,
+    Option<String>,
+    bool,
+    Option<i64>,
+);
+
+const RELINKED: &str = "select entry_id, account_id, currency, account_seq, amount_minor,
+    balance_after_minor, source, event_id, intent_id, created_at, object_id, operator_applied,
+    credits_payment
+from ledger_entries where account_id = 'acct_1' and currency = 'USD' order by account_seq";
+
+/// A history rewritten together with its links verifies clean on its
+/// own; an anchor taken before names the rewritten head, through the
+/// store and through `hookledger verify --against FILE`; an anchor changed
+/// by hand, or checked with another key, is refused.
+async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backend: Backend) {
+    let app = filled(backend).await;
+    let key = ANCHOR_KEY.as_bytes();
+    let anchor = app.store().anchor(now(), Some(key)).await.unwrap();
+    assert_eq!(anchor.ledger.len(), 3);
+    assert_eq!(anchor.audit.seq, 2);
+    assert_eq!(anchor.check(Some(key)), Ok(()));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("anchor.json");
+    std::fs::write(&file, serde_json::to_vec(&anchor).unwrap()).unwrap();
+    let config = crate::app_config::base_config(
+        &app.database_url,
+        &Options {
+            top_level: &format!("[anchors]\nkey = \"{ANCHOR_KEY}\""),
+            ..Options::default()
+        },
+    );
+    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    let against = ["verify", "--against", file.to_str().unwrap()];
+
+    // Later entries do not disturb it.
+    app.send_ok(&credit_seq("c1_6", "acct_1", 600, 16)).await;
+    assert_eq!(app.store().check_anchor(&anchor).await.unwrap(), []);
+    let (ok, said) = run_with_config(dir.path(), &against);
+    assert!(ok, "{said}");
+
+    let entries = entries_of_acct_1(&app).await;
+    exec(
+        &app,
+        &format!(
+            "update ledger_entries set amount_minor = amount_minor + 1000 where entry_id = {};
+             update ledger_entries set balance_after_minor = balance_after_minor + 1000
+                 where account_id = 'acct_1' and account_seq >= 2;
+             update balances set balance_minor = balance_minor + 1000 where account_id = 'acct_1';
+             update intents set amount_minor = amount_minor + 1000
+                 where intent_id = (select intent_id from ledger_entries where entry_id = {})",
+            entries[1], entries[1]
+        ),
+    )
+    .await;
+    relink_acct_1(&app).await;
+    app.assert_invariants().await;
+    let report = verify(&app).await;
+    assert!(report.is_clean(), "rewritten with its links: {report:#?}");
+    let found = app.store().check_anchor(&anchor).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].kind, BreakKind::Rewritten);
+    assert_eq!(found[0].account_id.as_deref(), Some("acct_1"));
+    assert_eq!(found[0].row_id, Some(entries[5]), "the anchored head");
+    assert_eq!(found[0].position, 6);
+    let (ok, said) = run_with_config(dir.path(), &against);
+    assert!(!ok, "{said}");
+    assert!(said.contains("\"rewritten\""), "{said}");
+
+    // The anchor itself: changed by hand, or checked with another key.
+    let mut changed = anchor.clone();
+    changed.ledger[0].seq += 1;
+    assert!(changed.check(Some(key)).is_err());
+    assert!(
+        anchor
+            .check(Some(b"another key of 32 characters!!!!"))
+            .is_err()
+    );
+    let unsigned = Anchor {
+        signature: None,
+        ..anchor.clone()
+    };
+    assert!(unsigned.check(Some(key)).is_err());
+    assert_eq!(unsigned.check(None), Ok(()));
+}
+
 crate::both_backends!(
+    a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor,
     the_periodic_walk_takes_what_is_new,
     the_admin_route_the_dashboard_and_the_metrics_say_it,
     an_edited_amount_with_its_balance_is_named,

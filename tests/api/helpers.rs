@@ -114,6 +114,12 @@ impl TestApp {
         Self::start(self.database_url.clone(), options).await
     }
 
+    /// An instance on `database_url`, a database migrated already (a test
+    /// that serves as another role than the one that migrated, say).
+    pub async fn start_on(database_url: String) -> TestApp {
+        Self::start(database_url, &Options::default()).await
+    }
+
     async fn start(database_url: String, options: &Options<'_>) -> TestApp {
         let text = base_config(&database_url, options);
         keep_config_copy(&text);

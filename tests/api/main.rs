@@ -133,6 +133,7 @@ mod retention;
 mod retention_race;
 mod schema;
 mod scope_merge;
+mod serving_role;
 mod shutdown;
 mod sign_in;
 mod socket_activation;

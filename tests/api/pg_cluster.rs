@@ -264,11 +264,20 @@ impl Node {
             .unwrap_or_else(|e| panic!("{sql} on {}: {e}", self.name));
     }
 
-    /// `alter system set <setting>` and a reload.
+    /// `alter system set <setting>` and a reload, and until a new
+    /// connection has it: the reload is signalled, not waited for, and
+    /// under load a commit a moment later could still run under the old
+    /// value. A new connection forks from the postmaster, which has then
+    /// reloaded and signalled every connection it had.
     pub async fn set(&self, setting: &str, value: &str) {
         self.execute(&format!("alter system set {setting} = '{value}'"))
             .await;
         self.execute("select pg_reload_conf()").await;
+        self.until(
+            &format!("select current_setting('{setting}') = '{value}'"),
+            Duration::from_secs(10),
+        )
+        .await;
     }
 
     /// Until `sql` (one boolean) is true on the node, failing after `within`.

@@ -12,23 +12,15 @@
 use chrono::{DateTime, Utc};
 
 use super::hash::{AuditContent, GENESIS, Link, audit_link, stored};
-use crate::store::StoreError;
 use crate::store::write::{NewAudit, TxConn, WriteTx, on_tx};
+use crate::store::{AuditRow, StoreError};
 
-/// A stored audit row with what its link covers and its links.
+/// A stored audit row with its links.
 #[derive(Debug, sqlx::FromRow)]
 pub(in crate::store) struct ChainAuditRow {
-    pub audit_id: i64,
+    #[sqlx(flatten)]
+    pub row: AuditRow,
     pub chain_seq: Option<i64>,
-    pub action: String,
-    pub source: String,
-    pub event_id: Option<String>,
-    pub account_id: Option<String>,
-    pub previous_status: String,
-    pub actor: String,
-    pub note: Option<String>,
-    pub detail: Option<String>,
-    pub created_at: DateTime<Utc>,
     pub prev_hash: Option<Vec<u8>>,
     pub row_hash: Option<Vec<u8>>,
     /// Linked after it was written (`chained_at` is set).
@@ -47,17 +39,18 @@ pub(in crate::store) use chain_audit_columns;
 impl ChainAuditRow {
     /// What its link covers, at number `chain_seq`.
     pub fn content(&self, chain_seq: i64) -> AuditContent<'_> {
+        let row = &self.row;
         AuditContent {
             chain_seq,
-            action: &self.action,
-            source: &self.source,
-            event_id: self.event_id.as_deref(),
-            account_id: self.account_id.as_deref(),
-            previous_status: &self.previous_status,
-            actor: &self.actor,
-            note: self.note.as_deref(),
-            detail: self.detail.as_deref(),
-            created_at: self.created_at,
+            action: &row.action,
+            source: &row.source,
+            event_id: row.event_id.as_deref(),
+            account_id: row.account_id.as_deref(),
+            previous_status: &row.previous_status,
+            actor: &row.actor,
+            note: row.note.as_deref(),
+            detail: row.detail.as_deref(),
+            created_at: row.created_at,
         }
     }
 }
@@ -169,12 +162,12 @@ impl WriteTx {
             let Some(last) = rows.last() else {
                 break;
             };
-            after = last.audit_id;
+            after = last.row.audit_id;
             for row in &rows {
                 seq += 1;
                 let own = audit_link(&row.content(seq), &link);
                 on_tx!(self, conn => sqlx::query(SET_LINKS)
-                    .bind(row.audit_id)
+                    .bind(row.row.audit_id)
                     .bind(seq)
                     .bind(&link[..])
                     .bind(&own[..])

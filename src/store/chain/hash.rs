@@ -148,11 +148,6 @@ pub fn stored(bytes: Option<&[u8]>) -> Option<Link> {
     bytes.and_then(|bytes| bytes.try_into().ok())
 }
 
-/// A link as lowercase hex, as the log, the anchors and `verify` show it.
-pub fn hex(link: &Link) -> String {
-    link.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -242,7 +237,5 @@ mod tests {
         assert_eq!(stored(Some(&[3; 32])), Some([3; 32]));
         assert_eq!(stored(Some(&[3; 31])), None);
         assert_eq!(stored(None), None);
-        assert_eq!(hex(&[0xab; 32]).len(), 64);
-        assert!(hex(&[0xab; 32]).starts_with("abab"));
     }
 }

@@ -80,6 +80,8 @@ pub enum BreakKind {
     Reordered,
     Relinked,
     Unlinked,
+    /// An anchored row whose link is not the one anchored (`--against`).
+    Rewritten,
 }
 
 impl ChainReport {
@@ -118,7 +120,7 @@ impl Linked for ChainEntryRow {
 
 impl Linked for ChainAuditRow {
     fn id(&self) -> i64 {
-        self.audit_id
+        self.row.audit_id
     }
     fn seq(&self) -> i64 {
         self.chain_seq.unwrap_or_default()
@@ -453,12 +455,12 @@ macro_rules! walk_audit {
         let found = match unlinked {
             Some(row) if walk.found.is_none() && walk.pending.is_none() => Some((
                 BreakKind::Unlinked,
-                Some(row.audit_id),
+                Some(row.row.audit_id),
                 0,
                 format!(
                     "audit row {} has no link: written by hand, or by a version before chains \
                      and not linked yet",
-                    row.audit_id
+                    row.row.audit_id
                 ),
             )),
             _ => walk.finish(end, "audit row"),

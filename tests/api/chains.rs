@@ -124,24 +124,28 @@ async fn the_break(app: &TestApp) -> hookledger::store::chain::Break {
     report.breaks[0].clone()
 }
 
-async fn an_edited_amount_with_its_balance_is_named(backend: Backend) {
-    let app = filled(backend).await;
-    let entries = entries_of_acct_1(&app).await;
-    let edited = entries[1];
-    // 1,000 more on the second entry, every balance after it, the balance
-    // and the intent: the books still add up.
+/// 1,000 more on acct_1's second entry (`entry`), every balance after it,
+/// the balance and the intent: the books still add up.
+async fn add_1000_to_the_second_entry(app: &TestApp, entry: i64) {
     exec(
-        &app,
+        app,
         &format!(
-            "update ledger_entries set amount_minor = amount_minor + 1000 where entry_id = {edited};
+            "update ledger_entries set amount_minor = amount_minor + 1000 where entry_id = {entry};
              update ledger_entries set balance_after_minor = balance_after_minor + 1000
                  where account_id = 'acct_1' and account_seq >= 2;
              update balances set balance_minor = balance_minor + 1000 where account_id = 'acct_1';
              update intents set amount_minor = amount_minor + 1000
-                 where intent_id = (select intent_id from ledger_entries where entry_id = {edited})"
+                 where intent_id = (select intent_id from ledger_entries where entry_id = {entry})"
         ),
     )
     .await;
+}
+
+async fn an_edited_amount_with_its_balance_is_named(backend: Backend) {
+    let app = filled(backend).await;
+    let entries = entries_of_acct_1(&app).await;
+    let edited = entries[1];
+    add_1000_to_the_second_entry(&app, edited).await;
     app.assert_invariants().await;
     let found = the_break(&app).await;
     assert_eq!(found.trail, Trail::Ledger);
@@ -551,19 +555,7 @@ async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backe
     assert!(ok, "{said}");
 
     let entries = entries_of_acct_1(&app).await;
-    exec(
-        &app,
-        &format!(
-            "update ledger_entries set amount_minor = amount_minor + 1000 where entry_id = {};
-             update ledger_entries set balance_after_minor = balance_after_minor + 1000
-                 where account_id = 'acct_1' and account_seq >= 2;
-             update balances set balance_minor = balance_minor + 1000 where account_id = 'acct_1';
-             update intents set amount_minor = amount_minor + 1000
-                 where intent_id = (select intent_id from ledger_entries where entry_id = {})",
-            entries[1], entries[1]
-        ),
-    )
-    .await;
+    add_1000_to_the_second_entry(&app, entries[1]).await;
     relink_acct_1(&app).await;
     app.assert_invariants().await;
     let report = verify(&app).await;

@@ -42,8 +42,14 @@ async fn record(anchor: &Anchor, anchors: &Anchors) {
         "anchor-{}.json",
         anchor.at.format("%Y%m%dT%H%M%SZ")
     ));
+    // Whole or not at all: written aside, then renamed into place, so no
+    // reader (a sync to a bucket, say) takes half a file.
+    let aside = path.with_extension("json.partial");
     let written = match serde_json::to_vec_pretty(anchor) {
-        Ok(text) => tokio::fs::write(&path, text).await,
+        Ok(text) => match tokio::fs::write(&aside, text).await {
+            Ok(()) => tokio::fs::rename(&aside, &path).await,
+            Err(error) => Err(error),
+        },
         Err(error) => Err(std::io::Error::other(error)),
     };
     if let Err(error) = written {

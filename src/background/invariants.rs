@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 
 use crate::context::Context;
 use crate::ledger_check::{LastCheck, LastVerify};
-use crate::store::chain::ChainCursor;
+use crate::store::chain::{BreakKind, ChainCursor};
 
 /// The check reads the whole ledger (linear in its size): often enough to
 /// notice a fault within minutes, rarely enough to cost nothing.
@@ -35,17 +35,16 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
         // Where each chain was last seen whole: the first walk (at
         // start-up) is whole, each later one walks what was written since.
         let mut cursor = ChainCursor::default();
+        // What a version before chains wrote is linked first: at start-up
+        // (what was written before the upgrade), then only after a walk
+        // that found a chain stopping at an unlinked row (an older
+        // version's, beside this one during an upgrade). The backfill
+        // reads the whole ledger to find them, so not on every run.
+        let mut backfill = true;
         loop {
             let started = std::time::Instant::now();
-            // What a version before chains wrote (before the upgrade, or
-            // beside this one during it) is linked first.
-            match context.store.link_unlinked(context.clock.now()).await {
-                Ok(linked) if linked.chains > 0 => tracing::info!(
-                    chains = linked.chains,
-                    "linked the entries written without a link"
-                ),
-                Ok(_) => {}
-                Err(error) => tracing::warn!("unlinked entries could not be linked: {error}"),
+            if backfill {
+                link_unlinked(&context).await;
             }
             let outcome = context
                 .store
@@ -66,14 +65,26 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 at: context.clock.now(),
                 outcome,
             });
-            verify_chains(&context, &mut cursor).await;
+            backfill = verify_chains(&context, &mut cursor).await;
             tokio::time::sleep(pause_after(started.elapsed())).await;
         }
     })
 }
 
-/// Walks the chains from `cursor` (moving it on) and records the result.
-async fn verify_chains(context: &Context, cursor: &mut ChainCursor) {
+async fn link_unlinked(context: &Context) {
+    match context.store.link_unlinked(context.clock.now()).await {
+        Ok(linked) if linked.chains > 0 => tracing::info!(
+            chains = linked.chains,
+            "linked the entries written without a link"
+        ),
+        Ok(_) => {}
+        Err(error) => tracing::warn!("unlinked entries could not be linked: {error}"),
+    }
+}
+
+/// Walks the chains from `cursor` (moving it on) and records the result;
+/// whether a chain stops at a row without a link.
+async fn verify_chains(context: &Context, cursor: &mut ChainCursor) -> bool {
     let (entries, outcome) = match context.store.verify_chains_since(cursor).await {
         Ok(report) => (report.entries, Ok(report.breaks)),
         Err(error) => (0, Err(error.to_string())),
@@ -86,11 +97,15 @@ async fn verify_chains(context: &Context, cursor: &mut ChainCursor) {
         Err(error) => tracing::warn!("the hash chains could not be walked: {error}"),
         Ok(_) => {}
     }
+    let unlinked = outcome
+        .as_ref()
+        .is_ok_and(|breaks| breaks.iter().any(|b| b.kind == BreakKind::Unlinked));
     context.invariants.record_chains(LastVerify {
         at: context.clock.now(),
         entries,
         outcome,
     });
+    unlinked
 }
 
 #[cfg(test)]

@@ -547,6 +547,15 @@ async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backe
     );
     std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
     let against = ["verify", "--against", file.to_str().unwrap()];
+    // `hookledger anchor` prints the same heads, signed with the config's key.
+    let (ok, printed) = run_with_config(dir.path(), &["anchor"]);
+    assert!(ok, "{printed}");
+    let printed: Anchor = serde_json::from_str(&printed).unwrap();
+    assert_eq!(printed.check(Some(key)), Ok(()));
+    assert_eq!(
+        (&printed.audit, &printed.ledger),
+        (&anchor.audit, &anchor.ledger)
+    );
 
     // Later entries do not disturb it.
     app.send_ok(&credit_seq("c1_6", "acct_1", 600, 16)).await;
@@ -574,6 +583,11 @@ async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backe
     let mut changed = anchor.clone();
     changed.ledger[0].seq += 1;
     assert!(changed.check(Some(key)).is_err());
+    let earlier = Anchor {
+        at: anchor.at - chrono::TimeDelta::days(1),
+        ..anchor.clone()
+    };
+    assert!(earlier.check(Some(key)).is_err(), "the time is signed too");
     assert!(
         anchor
             .check(Some(b"another key of 32 characters!!!!"))
@@ -587,7 +601,47 @@ async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backe
     assert_eq!(unsigned.check(None), Ok(()));
 }
 
+/// The anchor task: an instance started with `[anchors]` writes a signed
+/// anchor of the chains as they stand to its folder at start-up, which
+/// its key accepts and the database matches.
+async fn an_instance_anchors_at_start_up_to_its_folder(backend: Backend) {
+    let app = filled(backend).await;
+    let folder = tempfile::tempdir().unwrap();
+    let top_level = format!(
+        "[anchors]\nkey = \"{ANCHOR_KEY}\"\ndir = \"{}\"",
+        folder.path().display()
+    );
+    let _anchoring = app
+        .another_instance_with(&Options {
+            top_level: &top_level,
+            ..Options::default()
+        })
+        .await;
+    let started = std::time::Instant::now();
+    let written = loop {
+        let files: Vec<_> = std::fs::read_dir(folder.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "json"))
+            .collect();
+        if let [file] = &files[..] {
+            break std::fs::read(file).unwrap();
+        }
+        assert!(files.len() < 2, "{files:?}");
+        assert!(started.elapsed().as_secs() < 20, "no anchor in the folder");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // Renamed into place whole: never half a file.
+    let anchor: Anchor = serde_json::from_slice(&written).unwrap();
+    assert_eq!(anchor.check(Some(ANCHOR_KEY.as_bytes())), Ok(()));
+    assert!(anchor.signature.is_some());
+    assert_eq!(anchor.ledger.len(), 3, "{anchor:?}");
+    assert_eq!(anchor.audit.seq, 2, "{anchor:?}");
+    assert_eq!(app.store().check_anchor(&anchor).await.unwrap(), []);
+}
+
 crate::both_backends!(
+    an_instance_anchors_at_start_up_to_its_folder,
     a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor,
     the_periodic_walk_takes_what_is_new,
     the_admin_route_the_dashboard_and_the_metrics_say_it,

@@ -102,7 +102,7 @@ pub fn chains(context: &Context, now: DateTime<Utc>) -> (bool, String) {
         Ok(breaks) if breaks.is_empty() => (
             true,
             format!(
-                "every chain whole ({} new entries walked {ago} ago)",
+                "every chain whole (walked {ago} ago, {} entries read)",
                 walk.entries
             ),
         ),

@@ -36,7 +36,7 @@ pub struct Anchor {
     pub at: DateTime<Utc>,
     pub audit: AnchoredHead,
     pub ledger: Vec<AnchoredHead>,
-    /// SHA-256 over every head (`digest_of`), as hex.
+    /// SHA-256 over the time and every head (`digest_of`), as hex.
     pub digest: String,
     /// HMAC-SHA256 of the digest with the anchor key, as hex; none when no
     /// key is configured.
@@ -62,17 +62,19 @@ where account_id = $1 and currency = $2 and account_seq = $3";
 
 const ANCHORED_AUDIT: &str = "select audit_id, row_hash from audit_log where chain_seq = $1";
 
-/// The digest over the heads, in a fixed encoding: the audit head, then
+/// The digest over the time and the heads, in a fixed encoding: a label,
+/// the time (microseconds since the epoch, 8 bytes), the audit head, then
 /// each ledger head in the anchor's order, each as its account and
 /// currency (texts, as in the links: length then bytes; empty for the
 /// audit trail), its number (8 bytes) and its link's hex.
-pub fn digest_of(audit: &AnchoredHead, ledger: &[AnchoredHead]) -> String {
+pub fn digest_of(at: DateTime<Utc>, audit: &AnchoredHead, ledger: &[AnchoredHead]) -> String {
     let mut hash = Sha256::new();
     let text = |hash: &mut Sha256, value: &str| {
         hash.update((value.len() as u64).to_be_bytes());
         hash.update(value.as_bytes());
     };
     text(&mut hash, "hookledger anchor v1");
+    hash.update(at.timestamp_micros().to_be_bytes());
     for head in std::iter::once(audit).chain(ledger) {
         text(&mut hash, head.account_id.as_deref().unwrap_or_default());
         text(&mut hash, head.currency.as_deref().unwrap_or_default());
@@ -94,8 +96,10 @@ impl Anchor {
     /// Whether the digest is the heads' and, with `key`, the signature the
     /// key's (compared in constant time).
     pub fn check(&self, key: Option<&[u8]>) -> Result<(), String> {
-        if digest_of(&self.audit, &self.ledger) != self.digest {
-            return Err("the anchor's digest is not its heads': the file was changed".into());
+        if digest_of(self.at, &self.audit, &self.ledger) != self.digest {
+            return Err(
+                "the anchor's digest is not its time's and heads': the file was changed".into(),
+            );
         }
         let Some(key) = key else {
             return Ok(());
@@ -144,7 +148,7 @@ impl Store {
             .collect();
         // One order whatever the database's collation.
         ledger.sort_by(|a, b| (&a.account_id, &a.currency).cmp(&(&b.account_id, &b.currency)));
-        let digest = digest_of(&audit, &ledger);
+        let digest = digest_of(now, &audit, &ledger);
         let signature = key.map(|key| sign(&digest, key));
         Ok(Anchor {
             at: now,

@@ -1,8 +1,9 @@
 //! Linking what was written without a link: every entry and audit row
 //! stored before the upgrade that added chains, and those a version before
 //! it writes while both run on one database. `hookledger migrate` and
-//! `serve`'s start-up run it; so does each writer that finds the entry
-//! before its own unlinked (`entries::link_unlinked`). Resumable: each
+//! `serve`'s start-up run it, and the periodic check after a walk that
+//! found an unlinked row; each writer that finds the entry before its own
+//! unlinked links that chain itself (`entries::link_unlinked`). Resumable: each
 //! transaction links at most `LINK_BATCH` entries of one chain, and what
 //! it linked stays linked; run again, it starts where the chains stop.
 

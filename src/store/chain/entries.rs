@@ -17,24 +17,15 @@
 use chrono::{DateTime, Utc};
 
 use super::hash::{EntryContent, EntryLinks, GENESIS, Link, entry_link, stored};
-use crate::store::StoreError;
 use crate::store::write::{NewLedgerEntry, RowKey, RunPosting, WriteTx, on_tx};
+use crate::store::{LedgerEntryRow, StoreError};
 
-/// A stored entry with what its link covers and its links.
+/// A stored entry with what else its link covers, and its links.
 #[derive(Debug, sqlx::FromRow)]
 pub(in crate::store) struct ChainEntryRow {
-    pub entry_id: i64,
-    pub account_id: String,
-    pub currency: String,
-    pub account_seq: i64,
-    pub amount_minor: i64,
-    pub balance_after_minor: i64,
-    pub source: String,
-    pub event_id: String,
+    #[sqlx(flatten)]
+    pub entry: LedgerEntryRow,
     pub intent_id: i64,
-    pub created_at: DateTime<Utc>,
-    pub object_id: Option<String>,
-    pub operator_applied: bool,
     pub credits_payment: Option<i64>,
     pub prev_hash: Option<Vec<u8>>,
     pub entry_hash: Option<Vec<u8>>,
@@ -89,18 +80,19 @@ pub(in crate::store) use chain_entry_columns;
 
 impl ChainEntryRow {
     pub fn content(&self) -> EntryContent<'_> {
+        let entry = &self.entry;
         EntryContent {
-            account_id: &self.account_id,
-            currency: &self.currency,
-            account_seq: self.account_seq,
-            amount_minor: self.amount_minor,
-            balance_after_minor: self.balance_after_minor,
-            source: &self.source,
-            event_id: &self.event_id,
+            account_id: &entry.account_id,
+            currency: &entry.currency,
+            account_seq: entry.account_seq,
+            amount_minor: entry.amount_minor,
+            balance_after_minor: entry.balance_after_minor,
+            source: &entry.source,
+            event_id: &entry.event_id,
             intent_id: self.intent_id,
-            created_at: self.created_at,
-            object_id: self.object_id.as_deref(),
-            operator_applied: self.operator_applied,
+            created_at: entry.created_at,
+            object_id: entry.object_id.as_deref(),
+            operator_applied: entry.operator_applied,
             credits_payment: self.credits_payment,
         }
     }
@@ -226,11 +218,11 @@ impl WriteTx {
             let Some(last) = rows.last() else {
                 break;
             };
-            seq = last.account_seq;
+            seq = last.entry.account_seq;
             for row in &rows {
                 let own = entry_link(&row.content(), &link);
                 on_tx!(self, conn => sqlx::query(SET_LINKS)
-                    .bind(row.entry_id)
+                    .bind(row.entry.entry_id)
                     .bind(&link[..])
                     .bind(&own[..])
                     .bind(now)

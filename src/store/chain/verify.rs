@@ -102,10 +102,10 @@ trait Linked {
 
 impl Linked for ChainEntryRow {
     fn id(&self) -> i64 {
-        self.entry_id
+        self.entry.entry_id
     }
     fn seq(&self) -> i64 {
-        self.account_seq
+        self.entry.account_seq
     }
     fn prev(&self) -> Option<Link> {
         stored(self.prev_hash.as_deref())
@@ -415,7 +415,7 @@ macro_rules! walk_ledger {
             while let Some(row) = next(&mut rows).await.transpose()? {
                 $report.entries += 1;
                 $report.linked_late += u64::from(row.linked_late);
-                let key = (row.account_id.clone(), row.currency.clone());
+                let key = (row.entry.account_id.clone(), row.entry.currency.clone());
                 if let Some(walk) = walks.get_mut(&key) {
                     walk.step(&row, "entry");
                 }

@@ -12,6 +12,7 @@ mod init;
 mod outbox;
 mod outbox_move;
 mod reconcile;
+mod records;
 mod replay;
 mod send;
 mod sign;
@@ -96,12 +97,14 @@ pub enum Command {
     /// inserted or reordered row, named by its id; exit 1 if any chain is
     /// broken.
     Verify {
-        /// Also check the database against an anchor taken earlier (a file
-        /// from `anchors.dir` or `hookledger anchor`): its signature with
-        /// `anchors.key`, and that every head it names is still there with
-        /// the same link, which catches a history rewritten with its links.
-        #[arg(long, value_name = "FILE")]
-        against: Option<PathBuf>,
+        /// Also check the database against anchors taken earlier (files
+        /// from `anchors.dir` or `hookledger anchor`, or the parts of one
+        /// as `audit.anchor` messages delivered them, given together): each
+        /// one's signature with `anchors.key`, and that every head it names
+        /// is still there with the same link, which catches a history
+        /// rewritten with its links.
+        #[arg(long, value_name = "FILE", num_args = 1..)]
+        against: Vec<PathBuf>,
     },
     /// Print an anchor of the hash chains now, as JSON: every chain's head
     /// and their digest, signed with `anchors.key` when it is set. Keep it
@@ -206,9 +209,9 @@ pub async fn run(cli: Cli, inherited: Option<std::net::TcpListener>) -> Result<(
             }
             Ok(())
         }
-        Command::Check => check(load(&cli.config)?).await,
-        Command::Verify { against } => verify(load(&cli.config)?, against).await,
-        Command::Anchor => anchor(load(&cli.config)?).await,
+        Command::Check => records::check(load(&cli.config)?).await,
+        Command::Verify { against } => records::verify(load(&cli.config)?, against).await,
+        Command::Anchor => records::anchor(load(&cli.config)?).await,
         Command::Events(args) => views::events(load(&cli.config)?, args).await,
         Command::Replay(args) => replay::run(load(&cli.config)?, *args).await,
         Command::Reconcile(args) => reconcile::run(load(&cli.config)?, *args).await,
@@ -264,76 +267,6 @@ async fn check_schema(store: &crate::store::Store) -> Result<(), CliError> {
         Err(CliError::SchemaBehind(state.pending.len()))
     } else {
         Ok(())
-    }
-}
-
-/// Migrates first (as `serve` does, so a new database checks clean), then
-/// runs the check once.
-async fn check(config: Config) -> Result<(), CliError> {
-    let store = migrated(&config).await?;
-    let violations = store.check_invariants().await.map_err(CliError::Check)?;
-    let found = violations.len();
-    let report = serde_json::json!({"ok": found == 0, "violations": violations});
-    answer(&report, found, CliError::Violations)
-}
-
-/// Migrates first (as `check`), then walks every chain once; with
-/// `against`, checks the anchor in that file too.
-async fn verify(config: Config, against: Option<PathBuf>) -> Result<(), CliError> {
-    let anchor = match &against {
-        Some(path) => {
-            let text = std::fs::read(path)
-                .map_err(|e| CliError::Init(format!("{}: {e}", path.display())))?;
-            let anchor: crate::store::chain::Anchor = serde_json::from_slice(&text)
-                .map_err(|e| CliError::Init(format!("{}: not an anchor: {e}", path.display())))?;
-            let key = config.anchors.key.as_ref().map(|k| k.expose().as_bytes());
-            anchor
-                .check(key)
-                .map_err(|e| CliError::Init(format!("{}: {e}", path.display())))?;
-            Some(anchor)
-        }
-        None => None,
-    };
-    let store = migrated(&config).await?;
-    let mut report = store.verify_chains().await.map_err(CliError::Check)?;
-    if let Some(anchor) = &anchor {
-        let rewritten = store.check_anchor(anchor).await.map_err(CliError::Check)?;
-        report.breaks.extend(rewritten);
-    }
-    let found = report.breaks.len();
-    let text = serde_json::json!({"ok": found == 0, "report": report});
-    answer(&text, found, CliError::Broken)
-}
-
-/// An anchor of the chains now, on stdout.
-async fn anchor(config: Config) -> Result<(), CliError> {
-    let store = migrated(&config).await?;
-    let key = config.anchors.key.as_ref().map(|k| k.expose().as_bytes());
-    let anchor = store
-        .anchor(chrono::Utc::now(), key)
-        .await
-        .map_err(CliError::Check)?;
-    let text = serde_json::to_string_pretty(&anchor).map_err(|e| CliError::Init(e.to_string()))?;
-    println!("{text}");
-    Ok(())
-}
-
-async fn migrated(config: &Config) -> Result<crate::store::Store, CliError> {
-    let store = connect_store(config).await.map_err(StartupError::from)?;
-    store.migrate().await.map_err(StartupError::from)?;
-    Ok(store)
-}
-
-/// Prints `report`; an error (exit 1) naming `found` if it found any.
-fn answer(
-    report: &serde_json::Value,
-    found: usize,
-    error: fn(usize) -> CliError,
-) -> Result<(), CliError> {
-    println!("{report:#}");
-    match found {
-        0 => Ok(()),
-        found => Err(error(found)),
     }
 }
 

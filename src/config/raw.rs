@@ -330,7 +330,8 @@ pub struct RawDestination {
     pub name: String,
     /// How it is told.
     pub kind: String,
-    /// The message types it gets; every type when left out.
+    /// The message types it gets; every event type when left out
+    /// (`audit.anchor`, the chains' anchors, only when listed).
     pub events: Option<Vec<String>>,
     /// One message in flight per account and currency, in order.
     #[schemars(extend("default" = false))]

@@ -10,6 +10,7 @@
 //! `LISTEN/NOTIFY` just after) and polls every second besides, which also
 //! picks up expired leases and due retries.
 
+mod anchors;
 mod backoff;
 pub mod destinations;
 mod message;

@@ -29,7 +29,7 @@ const LINGER: Duration = Duration::from_millis(20);
 /// record the outcome (one short transaction, tried again while the
 /// database refuses it: [`Relay::record`]) before another relay may take
 /// the row. Also how long a crashed relay's rows wait to be sent again.
-const LEASE_MARGIN: Duration = Duration::from_secs(10);
+pub(super) const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// A record that failed is tried again after this, doubling up to
 /// [`RECORD_RETRY_MAX`], while at least [`RECORD_RETRY_BEFORE_LEASE_ENDS`]
 /// of the lease is left after the wait; each try ends by
@@ -73,7 +73,7 @@ impl Relay {
             rows_clock.refresh(&self.store).await;
             // Nothing judged by a clock that may not be the database's, and
             // nothing claimed before the rows' flags match the config.
-            if !rows_clock.ready() || !self.upkeep(&mut upkeep, &rows_clock).await {
+            if !rows_clock.ready() || !self.upkeep(&mut upkeep, &rows_clock, &stop).await {
                 if sleep_or_stop(self.poll, &mut stop, None).await.is_break() {
                     break;
                 }
@@ -111,12 +111,19 @@ impl Relay {
         }
     }
 
-    /// Syncs the rows' `ordered` flags and tidies the destination's rows when
-    /// a tidy is due; whether the flags are synced, so the relay may claim.
-    async fn upkeep(&self, upkeep: &mut Upkeep, rows_clock: &RowClock) -> bool {
+    /// Syncs the rows' `ordered` flags, tidies the destination's rows and
+    /// sends its due anchor parts when a tidy is due; whether the flags are
+    /// synced, so the relay may claim.
+    async fn upkeep(
+        &self,
+        upkeep: &mut Upkeep,
+        rows_clock: &RowClock,
+        stop: &watch::Receiver<bool>,
+    ) -> bool {
         if upkeep.tidied.is_none_or(|at| at.elapsed() >= self.tidy) {
             upkeep.synced |= self.sync_ordered(upkeep.synced).await;
             self.tidy(rows_clock.now_ms()).await;
+            self.send_anchors(rows_clock, stop).await;
             upkeep.tidied = Some(Instant::now());
         }
         if !upkeep.synced {
@@ -344,7 +351,7 @@ async fn sleep_or_stop(
     }
 }
 
-fn seed() -> u64 {
+pub(super) fn seed() -> u64 {
     let mut bytes = [0u8; 8];
     let _ = getrandom::fill(&mut bytes);
     u64::from_le_bytes(bytes)

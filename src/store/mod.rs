@@ -41,8 +41,8 @@ pub use check::Violation;
 pub use error::StoreError;
 pub use fill::FillShape;
 pub use outbox::{
-    Attempted, Blocking, ClockReading, Holding, Moved, Outbox, OutboxEntry, OutboxRow, Recorded,
-    Replay, Tidied,
+    AnchorAttempt, AnchorMessage, Attempted, Blocking, ClockReading, Holding, Moved, Outbox,
+    OutboxEntry, OutboxRow, Recorded, Replay, Tidied,
 };
 pub use read::EventFilter;
 pub use reconcile::{Lease, ReconcileRun, RunEnd};

@@ -33,6 +33,7 @@ const SERVING: &[(&str, &str)] = &[
     ("sequence_skips", "select, insert"),
     // Delivered messages are purged by retention.
     ("outbox", "select, insert, update, delete"),
+    ("anchor_messages", "select, insert, update, delete"),
     ("reconcile_runs", "select, insert, update"),
     ("schema_compatibility", "select"),
     ("_sqlx_migrations", "select"),

@@ -233,12 +233,12 @@ fn migrate_applies_the_migrations_and_exits() {
     );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
-        "migrations applied (sqlite): 18 now; database schema 18, this binary 18: equal\n"
+        "migrations applied (sqlite): 19 now; database schema 19, this binary 19: equal\n"
     );
     assert!(dir.path().join("data/hookledger.db").exists());
     let again = hookledger(dir.path()).arg("migrate").output().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&again.stdout),
-        "migrations applied (sqlite): 0 now; database schema 18, this binary 18: equal\n"
+        "migrations applied (sqlite): 0 now; database schema 19, this binary 19: equal\n"
     );
 }

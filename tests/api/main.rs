@@ -1,6 +1,7 @@
 //! The HTTP test suite: every scenario runs through the real server, once on
 //! SQLite and once on PostgreSQL (`sqlite::` and `postgres::` in test names).
 
+mod anchor_messages;
 mod answers;
 mod app_config;
 mod architecture;

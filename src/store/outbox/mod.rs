@@ -6,6 +6,7 @@
 //! milliseconds since the epoch, compared as numbers on both backends.
 
 mod admin;
+mod anchors;
 mod behind;
 mod clock;
 mod enqueue;
@@ -26,6 +27,7 @@ use super::Store;
 use crate::domain::Routes;
 
 pub use admin::Blocking;
+pub use anchors::{AnchorAttempt, AnchorMessage};
 pub use behind::Tidied;
 pub use clock::ClockReading;
 pub use relay::{Attempted, Recorded};

@@ -89,7 +89,8 @@ impl Store {
         Ok(done)
     }
 
-    /// Deletes up to `batch` rows delivered before `cutoff_ms`; how many.
+    /// Deletes up to `batch` rows delivered before `cutoff_ms`, and as many
+    /// of the anchors' delivered parts; how many.
     pub async fn purge_delivered(&self, cutoff_ms: i64, batch: i64) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
         let done = on_tx!(&mut tx, conn => sqlx::query(PURGE_DELIVERED)
@@ -98,7 +99,13 @@ impl Store {
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;
+        let anchors = on_tx!(&mut tx, conn => sqlx::query(super::anchors::PURGE_DELIVERED)
+            .bind(cutoff_ms)
+            .bind(batch)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected()))?;
         tx.commit().await?;
-        Ok(done)
+        Ok(done + anchors)
     }
 }

@@ -1,10 +1,12 @@
 //! `serve` as a PostgreSQL role that cannot rewrite history: the owner
 //! migrates and grants (`hookledger migrate --database OWNER_URL
 //! --serving-role ROLE`), the server runs as the role (deliveries, an
-//! operator's actions, retention, the linking of an older version's entry),
+//! operator's actions, retention, the linking of an older version's entry,
+//! an anchor sent as messages),
 //! and PostgreSQL refuses the role's update or delete of a ledger entry or
 //! an audit row, and any change to the schema.
 
+use hookledger::store::AnchorAttempt;
 use sqlx::Connection;
 
 use crate::backend::Backend;
@@ -65,6 +67,22 @@ async fn the_serving_role_writes_what_serve_writes_and_cannot_rewrite_history() 
         .await
         .unwrap();
     assert!(purged > 0, "retention purges payloads as the serving role");
+    // An anchor taken and sent as messages (queued, claimed, recorded),
+    // and its delivered parts purged, as the role.
+    let store = app.store();
+    let parts = store.anchor(now(), None).await.unwrap().parts(500);
+    let queued = store.queue_anchor(&parts, &["auditor"], 1, 0).await;
+    assert_eq!(queued.unwrap(), ["auditor"]);
+    let claimed = store.claim_anchor_messages("auditor", "c", 0, 60_000, 16);
+    let claimed = claimed.await.unwrap();
+    assert_eq!(claimed.len(), parts.len());
+    for part in &claimed {
+        let sent = AnchorAttempt::Delivered;
+        let recorded = store.record_anchor_attempt(part.anchor_message_id, "c", &sent, 0);
+        assert!(recorded.await.unwrap());
+    }
+    let purged = store.purge_delivered(1, 100).await.unwrap();
+    assert_eq!(purged, parts.len() as u64);
 
     // What the role may not do.
     for sql in [

@@ -1,12 +1,17 @@
 //! A destination's anchor parts (`audit.anchor`, `store::outbox::anchors`):
-//! claimed and sent by its relay at every tidy, one after another, each
-//! bounded by the destination's timeout, retried with the outbox's backoff
+//! claimed and sent by its relay at every tidy, a claim's parts at once,
+//! each bounded by the destination's timeout, retried with the outbox's backoff
 //! and dead after its `max_attempts`. Only a destination that lists
-//! `audit.anchor` in its `events` gets them. An anchor is hourly and a
-//! later one covers every head an earlier one did, so a part that waits up
-//! to a tidy (10 s) for its send costs nothing the outbox's events would.
+//! `audit.anchor` in its `events` gets them. Anchors are taken every
+//! `anchors.interval_secs` (an hour by default): a part that waits up to a
+//! tidy (10 s) for its send is not late, and a tidy sends at most
+//! [`CLAIMS_PER_TIDY`] claims, so a slow destination holds its events back
+//! by a few timeouts at most.
+
+use std::collections::HashMap;
 
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use super::backoff;
 use super::destinations::{Outgoing, SendError};
@@ -17,22 +22,31 @@ use crate::rng::SplitMix64;
 use crate::store::chain::PART_TYPE;
 use crate::store::{AnchorAttempt, AnchorMessage};
 
-/// Parts claimed at once; claims go on until none is due.
+/// Parts claimed, and sent, at once.
 const PARTS_PER_CLAIM: i64 = 16;
+/// Claims per tidy: 64 parts (32,000 chains) every 10 s at most.
+const CLAIMS_PER_TIDY: usize = 4;
 
 /// What an anchor message says its source is (a bus may key on it).
 const SOURCE: &str = "hookledger";
 
 impl Relay {
-    /// Sends the destination's due anchor parts, if it takes them.
+    /// Sends the destination's due anchor parts, if it takes them: at most
+    /// [`CLAIMS_PER_TIDY`] claims, each sent at once, so that a slow
+    /// destination holds its events back by a few timeouts at most per
+    /// tidy, however many parts an anchor has.
     pub(super) async fn send_anchors(&self, rows_clock: &RowClock, stop: &watch::Receiver<bool>) {
         if !self.destination.types.contains(&MessageType::AuditAnchor) {
             return;
         }
         let name = &self.destination.name;
         let lease_ms = (self.destination.timeout + LEASE_MARGIN).as_millis() as i64;
+        let max_attempts = i64::from(self.destination.max_attempts);
         let mut rng = SplitMix64::new(seed());
-        while !*stop.borrow() {
+        for _ in 0..CLAIMS_PER_TIDY {
+            if *stop.borrow() {
+                return;
+            }
             let now_ms = rows_clock.now_ms();
             let claim = format!("{}/anchors/{:016x}", self.owner, rng.next_u64());
             let claimed = self.store.claim_anchor_messages(
@@ -50,18 +64,27 @@ impl Relay {
                     return;
                 }
             };
-            for part in &parts {
-                let stopping = *stop.borrow();
-                let attempt = match stopping {
-                    true => AnchorAttempt::Released,
-                    false => self.attempt(part, rows_clock, &mut rng).await,
-                };
+            let results = self.send_parts(&parts, max_attempts, stop).await;
+            for (part, result) in parts.iter().zip(results) {
                 let now_ms = rows_clock.now_ms();
-                match self
-                    .store
-                    .record_anchor_attempt(part.anchor_message_id, &claim, &attempt, now_ms)
-                    .await
-                {
+                let attempt = match result {
+                    None => AnchorAttempt::Released,
+                    Some(Ok(())) => AnchorAttempt::Delivered,
+                    Some(Err(error)) => AnchorAttempt::Failed {
+                        next_attempt_ms: now_ms
+                            + backoff::delay(part.attempts, error.retry_after, &mut rng).as_millis()
+                                as i64,
+                        error: error.reason,
+                        max_attempts,
+                    },
+                };
+                let recording = self.store.record_anchor_attempt(
+                    part.anchor_message_id,
+                    &claim,
+                    &attempt,
+                    now_ms,
+                );
+                match recording.await {
                     Ok(true) => self.count_anchor(part, &attempt),
                     Ok(false) => {}
                     // Left in the lease: sent again once it passes.
@@ -75,50 +98,73 @@ impl Relay {
         }
     }
 
-    /// One send of `part`, as the outcome to record.
-    async fn attempt(
+    /// Sends every part at once; `None` for a send cut off at shutdown
+    /// (the relay's grace passed), whose part is handed back.
+    async fn send_parts(
         &self,
-        part: &AnchorMessage,
-        rows_clock: &RowClock,
-        rng: &mut SplitMix64,
-    ) -> AnchorAttempt {
-        let max_attempts = i64::from(self.destination.max_attempts);
-        let timeout = self.destination.timeout;
-        let outgoing = Outgoing {
-            id: &part.message_id,
-            message_type: PART_TYPE,
-            source: SOURCE,
-            currency: None,
-            account: None,
-            body: part.body.as_bytes(),
+        parts: &[AnchorMessage],
+        max_attempts: i64,
+        stop: &watch::Receiver<bool>,
+    ) -> Vec<Option<Result<(), SendError>>> {
+        let mut sends = JoinSet::new();
+        let mut index = HashMap::new();
+        for (i, part) in parts.iter().enumerate() {
+            let (sender, part) = (self.sender.clone(), part.clone());
+            let (instruments, name) = (self.instruments.clone(), self.destination.name.clone());
+            let timeout = self.destination.timeout;
+            let handle = sends.spawn(async move {
+                // Its last attempt ended with no outcome recorded: as the
+                // outbox does, not sent again.
+                if part.attempts > max_attempts {
+                    return (i, Err(SendError::new("not sent: its attempts are used up")));
+                }
+                let outgoing = Outgoing {
+                    id: &part.message_id,
+                    message_type: PART_TYPE,
+                    source: SOURCE,
+                    currency: None,
+                    account: None,
+                    body: part.body.as_bytes(),
+                };
+                let started = std::time::Instant::now();
+                let result = tokio::time::timeout(timeout, sender.deliver(&outgoing))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(SendError::new(format!(
+                            "no acknowledgement within {} s",
+                            timeout.as_secs()
+                        )))
+                    });
+                instruments.sent(&name, started.elapsed().as_secs_f64());
+                (i, result)
+            });
+            index.insert(handle.id(), i);
+        }
+        let mut results = vec![None; parts.len()];
+        let mut stopping = stop.clone();
+        let cut_off = async {
+            let _ = stopping.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(self.grace).await;
         };
-        let started = std::time::Instant::now();
-        let result = match part.attempts > max_attempts {
-            // Its last attempt ended with no outcome recorded: as the
-            // outbox does, not sent again.
-            true => Err(SendError::new("not sent: its attempts are used up")),
-            false => tokio::time::timeout(timeout, self.sender.deliver(&outgoing))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(SendError::new(format!(
-                        "no acknowledgement within {} s",
-                        timeout.as_secs()
-                    )))
-                }),
-        };
-        self.instruments
-            .sent(&self.destination.name, started.elapsed().as_secs_f64());
-        match result {
-            Ok(()) => AnchorAttempt::Delivered,
-            Err(error) => {
-                let wait = backoff::delay(part.attempts, error.retry_after, rng);
-                AnchorAttempt::Failed {
-                    error: error.reason,
-                    next_attempt_ms: rows_clock.now_ms() + wait.as_millis() as i64,
-                    max_attempts,
+        tokio::pin!(cut_off);
+        loop {
+            tokio::select! {
+                joined = sends.join_next_with_id() => match joined {
+                    None => break,
+                    Some(Ok((_, (i, result)))) => results[i] = Some(result),
+                    // A send that panicked is a failed attempt.
+                    Some(Err(error)) => {
+                        let reason = format!("the send failed inside hookledger: {error}");
+                        results[index[&error.id()]] = Some(Err(SendError::new(reason)));
+                    }
+                },
+                () = &mut cut_off => {
+                    sends.abort_all();
+                    break;
                 }
             }
         }
+        results
     }
 
     fn count_anchor(&self, part: &AnchorMessage, attempt: &AnchorAttempt) {

@@ -54,14 +54,16 @@ async fn accepted(receiver: &Receiver, count: usize) -> Vec<serde_json::Value> {
 }
 
 /// An instance with `[anchors]` sends its start-up anchor to the
-/// destination that lists `audit.anchor`, in three parts, and nothing of
+/// destination that lists `audit.anchor`, in three parts (the one refused
+/// first sent again at the relay's next tidy), and nothing of
 /// it to the one that lists no type (every event type); the parts, saved
 /// as files, are what `verify --against` takes, and it refuses two of the
 /// three.
 async fn an_anchor_reaches_the_destination_that_lists_it_in_parts(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     fill_1101_chains(&app).await;
-    let anchors = Receiver::start(&[], Answer::Status(200)).await;
+    // The first part sent is refused once: sent again after its backoff.
+    let anchors = Receiver::start(&[Answer::Status(503)], Answer::Status(200)).await;
     let events = Receiver::start(&[], Answer::Status(200)).await;
     let destinations = format!(
         "{}{}",
@@ -110,6 +112,10 @@ async fn an_anchor_reaches_the_destination_that_lists_it_in_parts(backend: Backe
     );
     let (pending, delivered, dead) = app.store().anchor_message_counts("anchors").await.unwrap();
     assert_eq!((pending, delivered, dead), (0, 3, 0));
+    let received = anchors.received();
+    assert_eq!(received.len(), 4, "one part twice: {received:?}");
+    assert_eq!(received[0].answered, Answer::Status(503));
+    assert!(received[1..].iter().any(|r| r.id == received[0].id));
     assert_eq!(
         app.store().anchor_message_counts("events").await.unwrap(),
         (0, 0, 0)
@@ -125,15 +131,16 @@ async fn an_anchor_reaches_the_destination_that_lists_it_in_parts(backend: Backe
         },
     );
     std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
-    let files: Vec<String> = bodies
+    // Named by their part's number: the last file given is part 2.
+    let mut files: Vec<String> = bodies
         .iter()
-        .enumerate()
-        .map(|(i, body)| {
-            let file = dir.path().join(format!("part-{i}.json"));
+        .map(|body| {
+            let file = dir.path().join(format!("part-{}.json", body["part"]));
             std::fs::write(&file, serde_json::to_vec(body).unwrap()).unwrap();
             file.to_str().unwrap().to_owned()
         })
         .collect();
+    files.sort();
     let mut args = vec!["verify", "--against"];
     args.extend(files.iter().map(String::as_str));
     let (ok, said) = run_with_config(dir.path(), &args);

@@ -17,6 +17,7 @@ use super::backoff;
 use super::destinations::{Outgoing, SendError};
 use super::relay::{LEASE_MARGIN, Relay, seed};
 use super::row_clock::RowClock;
+use super::sending::bounded;
 use crate::domain::MessageType;
 use crate::rng::SplitMix64;
 use crate::store::chain::PART_TYPE;
@@ -127,14 +128,7 @@ impl Relay {
                     body: part.body.as_bytes(),
                 };
                 let started = std::time::Instant::now();
-                let result = tokio::time::timeout(timeout, sender.deliver(&outgoing))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(SendError::new(format!(
-                            "no acknowledgement within {} s",
-                            timeout.as_secs()
-                        )))
-                    });
+                let result = bounded(sender.as_ref(), &outgoing, timeout).await;
                 instruments.sent(&name, started.elapsed().as_secs_f64());
                 (i, result)
             });

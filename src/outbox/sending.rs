@@ -3,12 +3,13 @@
 //! their results as the outcomes the relay records.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::backoff;
-use super::destinations::{Outgoing, SendError};
+use super::destinations::{Deliver, Outgoing, SendError};
 use super::message;
 use super::relay::Relay;
 use crate::rng::SplitMix64;
@@ -54,16 +55,7 @@ impl Relay {
                     account: row.account_id.as_deref(),
                     body: &body,
                 };
-                // The relay's own bound, whatever the destination does: a
-                // send never outlives its lease.
-                let result = tokio::time::timeout(timeout, sender.deliver(&outgoing))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(SendError::new(format!(
-                            "no acknowledgement within {} s",
-                            timeout.as_secs()
-                        )))
-                    });
+                let result = bounded(sender.as_ref(), &outgoing, timeout).await;
                 instruments.sent(&name, started.elapsed().as_secs_f64());
                 result
             });
@@ -147,6 +139,23 @@ impl Relay {
         }
         outcomes
     }
+}
+
+/// One send of `outgoing`, bounded by `timeout`: the relay's own bound,
+/// whatever the destination does, so a send never outlives its lease.
+pub(super) async fn bounded(
+    sender: &dyn Deliver,
+    outgoing: &Outgoing<'_>,
+    timeout: Duration,
+) -> Result<(), SendError> {
+    tokio::time::timeout(timeout, sender.deliver(outgoing))
+        .await
+        .unwrap_or_else(|_| {
+            Err(SendError::new(format!(
+                "no acknowledgement within {} s",
+                timeout.as_secs()
+            )))
+        })
 }
 
 /// A finished send's task and outcome: a send that panicked is a failed

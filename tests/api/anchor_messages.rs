@@ -10,13 +10,12 @@ use hookledger::store::chain::{Anchor, AnchorPart};
 use hookledger::store::{AnchorAttempt, FillShape};
 
 use crate::app_config::Options;
+use crate::chains::{ANCHOR_KEY, anchoring_config};
 use crate::helpers::{Backend, TestApp, now};
 use crate::outbox::http_destination;
 use crate::process::run_with_config;
 use crate::receiver::{Answer, Receiver};
 use crate::samples::credit;
-
-const ANCHOR_KEY: &str = "an anchor key of 32 characters!!";
 
 /// More chains than two parts hold (500 heads each): 1,101 accounts.
 async fn fill_1101_chains(app: &TestApp) {
@@ -122,15 +121,7 @@ async fn an_anchor_reaches_the_destination_that_lists_it_in_parts(backend: Backe
     );
 
     // The parts as a consumer saves them, given to `verify --against`.
-    let dir = tempfile::tempdir().unwrap();
-    let config = crate::app_config::base_config(
-        &app.database_url,
-        &Options {
-            top_level: &format!("[anchors]\nkey = \"{ANCHOR_KEY}\""),
-            ..Options::default()
-        },
-    );
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    let dir = anchoring_config(&app);
     // Named by their part's number: the last file given is part 2.
     let mut files: Vec<String> = bodies
         .iter()

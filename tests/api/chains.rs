@@ -434,7 +434,7 @@ async fn the_admin_route_the_dashboard_and_the_metrics_say_it(backend: Backend) 
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 }
 
-const ANCHOR_KEY: &str = "an anchor key of 32 characters!!";
+pub const ANCHOR_KEY: &str = "an anchor key of 32 characters!!";
 
 /// Computes every link of acct_1's USD chain again over the entries as
 /// they are now, as someone who rewrites a history and knows how links
@@ -524,6 +524,22 @@ const RELINKED: &str = "select entry_id, account_id, currency, account_seq, amou
     credits_payment
 from ledger_entries where account_id = 'acct_1' and currency = 'USD' order by account_seq";
 
+/// A folder with a `hookledger.toml` on `app`'s database with
+/// `anchors.key` [`ANCHOR_KEY`], for the commands (`verify --against`,
+/// `anchor`).
+pub fn anchoring_config(app: &TestApp) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::app_config::base_config(
+        &app.database_url,
+        &Options {
+            top_level: &format!("[anchors]\nkey = \"{ANCHOR_KEY}\""),
+            ..Options::default()
+        },
+    );
+    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
+    dir
+}
+
 /// A history rewritten together with its links verifies clean on its
 /// own; an anchor taken before names the rewritten head, through the
 /// store and through `hookledger verify --against FILE`; an anchor changed
@@ -535,17 +551,9 @@ async fn a_history_rewritten_with_its_links_is_caught_by_an_earlier_anchor(backe
     assert_eq!(anchor.ledger.len(), 3);
     assert_eq!(anchor.audit.seq, 2);
     assert_eq!(anchor.check(Some(key)), Ok(()));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = anchoring_config(&app);
     let file = dir.path().join("anchor.json");
     std::fs::write(&file, serde_json::to_vec(&anchor).unwrap()).unwrap();
-    let config = crate::app_config::base_config(
-        &app.database_url,
-        &Options {
-            top_level: &format!("[anchors]\nkey = \"{ANCHOR_KEY}\""),
-            ..Options::default()
-        },
-    );
-    std::fs::write(dir.path().join("hookledger.toml"), config).unwrap();
     let against = ["verify", "--against", file.to_str().unwrap()];
     // `hookledger anchor` prints the same heads, signed with the config's key.
     let (ok, printed) = run_with_config(dir.path(), &["anchor"]);

@@ -1,5 +1,6 @@
 //! The ledger invariant check and the walk of the hash chains (whole at
-//! start-up, then what was written since), run at start-up and then every [`INTERVAL`]
+//! start-up and once a day, otherwise what was written since), run at
+//! start-up and then every [`INTERVAL`]
 //! (longer after a long check: [`PAUSE_PER_CHECK`]); its
 //! latest result is kept in the app state's
 //! [`InvariantWatch`](crate::ledger_check::InvariantWatch).
@@ -25,6 +26,17 @@ pub const INTERVAL: Duration = Duration::from_secs(600);
 /// and is about an hour at ten million.
 const PAUSE_PER_CHECK: u32 = 99;
 
+/// How often the walk is whole again (the cursor dropped), however long
+/// the instance runs: an edit to an entry the walks since had passed shows
+/// within a day. A whole walk of ten million entries took 105 s on SQLite
+/// (BENCHMARKS.md, 2026-12-07).
+const WHOLE_WALK_EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// Whether the walk after one that was whole `since` ago is whole.
+fn whole_walk_due(since: Duration) -> bool {
+    since >= WHOLE_WALK_EVERY
+}
+
 /// How long to wait after a check that took `took`.
 fn pause_after(took: Duration) -> Duration {
     INTERVAL.max(took.saturating_mul(PAUSE_PER_CHECK))
@@ -35,6 +47,7 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
         // Where each chain was last seen whole: the first walk (at
         // start-up) is whole, each later one walks what was written since.
         let mut cursor = ChainCursor::default();
+        let mut walked_whole = std::time::Instant::now();
         // What a version before chains wrote is linked first: at start-up
         // (what was written before the upgrade), then only after a walk
         // that found a chain stopping at an unlinked row (an older
@@ -65,6 +78,10 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 at: context.clock.now(),
                 outcome,
             });
+            if whole_walk_due(walked_whole.elapsed()) {
+                cursor = ChainCursor::default();
+                walked_whole = std::time::Instant::now();
+            }
             backfill = verify_chains(&context, &mut cursor).await;
             tokio::time::sleep(pause_after(started.elapsed())).await;
         }
@@ -111,6 +128,12 @@ async fn verify_chains(context: &Context, cursor: &mut ChainCursor) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_walk_is_whole_again_once_a_day() {
+        assert!(!whole_walk_due(Duration::from_secs(23 * 3600)));
+        assert!(whole_walk_due(Duration::from_secs(24 * 3600)));
+    }
 
     #[test]
     fn a_long_check_waits_longer_before_the_next() {

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use hookledger::store::chain::{Anchor, AnchorPart};
-use hookledger::store::{AnchorAttempt, FillShape};
+use hookledger::store::{AnchorAttempt, FillShape, Replay};
 
 use crate::app_config::Options;
 use crate::chains::{ANCHOR_KEY, anchoring_config};
@@ -240,6 +240,37 @@ async fn anchor_parts_are_queued_once_and_retried_until_delivered_or_dead(backen
             .unwrap()
     );
     assert_eq!(store.anchor_message_counts("a").await.unwrap(), (0, 1, 1));
+    // A dead part is the destination's dead letter, as a message is, and
+    // the replay of its dead letters sends it again (not one of an
+    // account's: a part has none).
+    assert_eq!(store.outbox_stats("a").await.unwrap().dead, 1);
+    let replay = |account_id: Option<&str>| Replay {
+        destination: "a".into(),
+        state: "dead".into(),
+        since: None,
+        account_id: account_id.map(str::to_owned),
+    };
+    assert_eq!(
+        store.replay_outbox(&replay(Some("acct_1"))).await.unwrap(),
+        0
+    );
+    assert_eq!(store.replay_outbox(&replay(None)).await.unwrap(), 1);
+    assert_eq!(store.outbox_stats("a").await.unwrap().dead, 0);
+    let replayed = store
+        .claim_anchor_messages("a", "c6", at, lease, 16)
+        .await
+        .unwrap();
+    let replayed: Vec<(i64, i64)> = replayed
+        .iter()
+        .map(|m| (m.anchor_message_id, m.attempts))
+        .collect();
+    assert_eq!(replayed, [(first, 1)]);
+    assert!(
+        store
+            .record_anchor_attempt(first, "c6", &failed, at)
+            .await
+            .unwrap()
+    );
 
     let shut = store
         .claim_anchor_messages("b", "c4", at, lease, 1)
@@ -264,7 +295,7 @@ async fn anchor_parts_are_queued_once_and_retried_until_delivered_or_dead(backen
 
     let purged = store.purge_delivered(at + 1, 100).await.unwrap();
     assert_eq!(purged, 1, "the delivered part");
-    assert_eq!(store.anchor_message_counts("a").await.unwrap(), (0, 0, 1));
+    assert_eq!(store.anchor_message_counts("a").await.unwrap(), (1, 0, 0));
 }
 
 crate::both_backends!(

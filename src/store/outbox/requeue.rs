@@ -53,6 +53,14 @@ delete from outbox where outbox_id in (
     order by delivered_ms limit $2)
     and state = 'delivered' and delivered_ms < $1";
 
+/// A destination's dead anchor parts (`anchors`), re-queued with its dead
+/// messages when the replay names no account: due at once, attempts
+/// afresh. `$2`: queued since, in milliseconds.
+const REPLAY_DEAD_ANCHORS: &str = "
+update anchor_messages set state = 'pending', attempts = 0, next_attempt_ms = 0,
+    leased_by = null
+where destination = $1 and state = 'dead' and ($2 is null or created_ms >= $2)";
+
 /// Which rows `hookledger outbox replay` re-queues.
 #[derive(Debug, Clone)]
 pub struct Replay {
@@ -65,7 +73,8 @@ pub struct Replay {
 
 impl Store {
     /// Re-queues the rows `replay` names, due at once, with their attempts
-    /// reset and their message ids kept; how many.
+    /// reset and their message ids kept (dead letters: the destination's
+    /// dead anchor parts too, unless an account is named); how many.
     pub async fn replay_outbox(&self, replay: &Replay) -> Result<u64, StoreError> {
         let sql = match replay.state.as_str() {
             "dead" => REPLAY_DEAD,
@@ -84,6 +93,16 @@ impl Store {
             .execute(conn)
             .await
             .map(|done| done.rows_affected()))?;
+        let anchors = match (replay.state.as_str(), &replay.account_id) {
+            ("dead", None) => on_tx!(&mut tx, conn => sqlx::query(REPLAY_DEAD_ANCHORS)
+                .bind(&replay.destination)
+                .bind(replay.since.map(|at| at.timestamp_millis()))
+                .execute(conn)
+                .await
+                .map(|done| done.rows_affected()))?,
+            _ => 0,
+        };
+        let done = done + anchors;
         tx.queued = done > 0;
         tx.commit().await?;
         Ok(done)

@@ -28,8 +28,11 @@ const DELIVERED_SINCE: &str = "
 select count(*) from outbox
 where state = 'delivered' and delivered_ms >= $2 and destination = $1";
 
+/// The destination's dead letters: its messages' and its anchor parts'
+/// (`anchors`), which an operator's replay of dead letters re-queues too.
 const DEAD: &str = "
-select count(*) from outbox where destination = $1 and state = 'dead'";
+select (select count(*) from outbox where destination = $1 and state = 'dead')
+    + (select count(*) from anchor_messages where destination = $1 and state = 'dead')";
 
 const MESSAGES: &str = "
 select outbox_id, destination, message_id, message_type, source, event_id, account_id,

@@ -37,6 +37,13 @@ fn whole_walk_due(since: Duration) -> bool {
     since >= WHOLE_WALK_EVERY
 }
 
+/// The periodic walk rests this many times as long as each of its
+/// statements took: a whole walk (start-up, once a day) takes a fifth of
+/// a core, not all of one while deliveries wait. Ten million entries:
+/// about 9 minutes on SQLite, 3.5 on PostgreSQL (105 s and 41 s unpaced,
+/// BENCHMARKS.md, 2026-12-07).
+const WALK_REST: u32 = 4;
+
 /// How long to wait after a check that took `took`.
 fn pause_after(took: Duration) -> Duration {
     INTERVAL.max(took.saturating_mul(PAUSE_PER_CHECK))
@@ -74,6 +81,8 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 Err(error) => tracing::warn!("invariant check could not run: {error}"),
                 Ok(_) => {}
             }
+            // The pause follows the check's own time; the walk is paced.
+            let checked = started.elapsed();
             context.invariants.record(LastCheck {
                 at: context.clock.now(),
                 outcome,
@@ -83,7 +92,7 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 walked_whole = std::time::Instant::now();
             }
             backfill = verify_chains(&context, &mut cursor).await;
-            tokio::time::sleep(pause_after(started.elapsed())).await;
+            tokio::time::sleep(pause_after(checked)).await;
         }
     })
 }
@@ -102,7 +111,7 @@ async fn link_unlinked(context: &Context) {
 /// Walks the chains from `cursor` (moving it on) and records the result;
 /// whether a chain stops at a row without a link.
 async fn verify_chains(context: &Context, cursor: &mut ChainCursor) -> bool {
-    let (entries, outcome) = match context.store.verify_chains_since(cursor).await {
+    let (entries, outcome) = match context.store.verify_chains_paced(cursor, WALK_REST).await {
         Ok(report) => (report.entries, Ok(report.breaks)),
         Err(error) => (0, Err(error.to_string())),
     };

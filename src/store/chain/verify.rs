@@ -392,11 +392,13 @@ struct ToWalk {
 }
 
 /// Walks the chains of `$todo` (`ToWalk`s) on `$conn`, a statement per
-/// chunk, into `$report`; returns each whole chain's last number.
+/// chunk, into `$report`, resting `$rest` times as long as each chunk took
+/// before the next; returns each whole chain's last number.
 macro_rules! walk_ledger {
-    ($conn:expr, $todo:expr, $report:expr) => {{
+    ($conn:expr, $todo:expr, $report:expr, $rest:expr) => {{
         let mut whole: Vec<(Key, i64)> = Vec::new();
         for chunk in $todo.chunks(CHAINS_PER_STATEMENT) {
+            let started = std::time::Instant::now();
             let mut walks: HashMap<Key, Walk> = chunk
                 .iter()
                 .map(|one| (one.key.clone(), Walk::from(one.from)))
@@ -431,6 +433,9 @@ macro_rules! walk_ledger {
                     None => whole.push((one.key.clone(), reached)),
                     found => $report.push(Trail::Ledger, Some(one.key.clone()), found),
                 }
+            }
+            if $rest > 0 {
+                tokio::time::sleep(started.elapsed() * $rest).await;
             }
         }
         whole
@@ -471,7 +476,7 @@ macro_rules! walk_audit {
 
 /// The chains' ends first, then what `cursor` has not seen whole yet.
 macro_rules! verify_on {
-    ($conn:expr, $cursor:expr) => {{
+    ($conn:expr, $cursor:expr, $rest:expr) => {{
         let ends: Vec<(String, String, i64)> =
             sqlx::query_as(CHAIN_ENDS).fetch_all(&mut *$conn).await?;
         let todo: Vec<ToWalk> = ends
@@ -490,7 +495,7 @@ macro_rules! verify_on {
             })
             .collect();
         let mut report = ChainReport::default();
-        let whole = walk_ledger!($conn, todo, report);
+        let whole = walk_ledger!($conn, todo, report, $rest);
         walk_audit!($conn, report);
         for ((account, currency), to) in whole {
             $cursor.whole_to.insert(digest(&account, &currency), to);
@@ -544,17 +549,32 @@ impl Store {
         &self,
         cursor: &mut ChainCursor,
     ) -> Result<ChainReport, StoreError> {
+        self.verify_chains_paced(cursor, 0).await
+    }
+
+    /// [`Store::verify_chains_since`], resting `rest` times as long as each
+    /// statement took before the next (the periodic check: a whole walk
+    /// of a large ledger in the background then takes at most
+    /// 1 / (1 + `rest`) of a core and of the database's time, not all of
+    /// it while deliveries wait). Between statements no snapshot is held
+    /// (READ COMMITTED; SQLite autocommit), so a slow walk holds back
+    /// neither vacuum nor a checkpoint.
+    pub async fn verify_chains_paced(
+        &self,
+        cursor: &mut ChainCursor,
+        rest: u32,
+    ) -> Result<ChainReport, StoreError> {
         Ok(match self {
             Store::Sqlite(pool, ..) => {
                 let mut conn = pool.acquire().await?;
-                verify_on!(conn, cursor)
+                verify_on!(conn, cursor, rest)
             }
             Store::Postgres(pool, ..) => {
                 let mut tx = pool.begin().await?;
                 sqlx::raw_sql(crate::store::check::CHECK_BOUND)
                     .execute(&mut *tx)
                     .await?;
-                let report = verify_on!(tx, cursor);
+                let report = verify_on!(tx, cursor, rest);
                 tx.commit().await?;
                 report
             }

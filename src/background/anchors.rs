@@ -37,7 +37,7 @@ pub fn spawn(context: Arc<Context>, anchors: Anchors) -> JoinHandle<()> {
 /// Queues the anchor's parts for every destination that lists
 /// `audit.anchor`, unless another instance queued this interval's already.
 async fn queue(store: &Store, anchor: &Anchor, anchors: &Anchors) {
-    let routes = store.outbox().routes();
+    let routes = store.outbox().routes().clone();
     let destinations: Vec<&str> = routes.taking(MessageType::AuditAnchor).collect();
     if destinations.is_empty() {
         return;

@@ -12,7 +12,6 @@ use tokio::task::JoinHandle;
 
 use crate::context::Context;
 use crate::ledger_check::{LastCheck, LastVerify};
-use crate::store::Store;
 use crate::store::chain::{BreakKind, ChainCursor};
 
 /// The check reads the whole ledger (linear in its size): often enough to
@@ -50,14 +49,7 @@ fn pause_after(took: Duration) -> Duration {
     INTERVAL.max(took.saturating_mul(PAUSE_PER_CHECK))
 }
 
-/// The check and the walk run on a pool of their own, this size
-/// (PostgreSQL; SQLite's side store is its one pool): a paced walk of a
-/// large ledger lasts minutes, and must not hold one of the connections
-/// deliveries wait for meanwhile.
-const CHECK_CONNECTIONS: u32 = 1;
-
 pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
-    let store = context.store.side(CHECK_CONNECTIONS);
     tokio::spawn(async move {
         // Where each chain was last seen whole: the first walk (at
         // start-up) is whole, each later one walks what was written since.
@@ -72,9 +64,13 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
         loop {
             let started = std::time::Instant::now();
             if backfill {
-                link_unlinked(&context, &store).await;
+                link_unlinked(&context).await;
             }
-            let outcome = store.check_invariants().await.map_err(|e| e.to_string());
+            let outcome = context
+                .store
+                .check_invariants()
+                .await
+                .map_err(|e| e.to_string());
             match &outcome {
                 Ok(violations) if !violations.is_empty() => {
                     tracing::error!(
@@ -95,14 +91,14 @@ pub fn spawn(context: Arc<Context>) -> JoinHandle<()> {
                 cursor = ChainCursor::default();
                 walked_whole = std::time::Instant::now();
             }
-            backfill = verify_chains(&context, &store, &mut cursor).await;
+            backfill = verify_chains(&context, &mut cursor).await;
             tokio::time::sleep(pause_after(checked)).await;
         }
     })
 }
 
-async fn link_unlinked(context: &Context, store: &Store) {
-    match store.link_unlinked(context.clock.now()).await {
+async fn link_unlinked(context: &Context) {
+    match context.store.link_unlinked(context.clock.now()).await {
         Ok(linked) if linked.chains > 0 => tracing::info!(
             chains = linked.chains,
             "linked the entries written without a link"
@@ -114,8 +110,8 @@ async fn link_unlinked(context: &Context, store: &Store) {
 
 /// Walks the chains from `cursor` (moving it on) and records the result;
 /// whether a chain stops at a row without a link.
-async fn verify_chains(context: &Context, store: &Store, cursor: &mut ChainCursor) -> bool {
-    let (entries, outcome) = match store.verify_chains_paced(cursor, WALK_REST).await {
+async fn verify_chains(context: &Context, cursor: &mut ChainCursor) -> bool {
+    let (entries, outcome) = match context.store.verify_chains_paced(cursor, WALK_REST).await {
         Ok(report) => (report.entries, Ok(report.breaks)),
         Err(error) => (0, Err(error.to_string())),
     };
